@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Installs everything neuron-ds needs on a Debian 12 machine, as root, idempotently:
+# Debian packages, rust-src and the musl target, a pinned bindgen-cli, and the Linux 7.3
+# source from Debian's linux-source-7.3 package (trixie-backports), fetched through a
+# private apt configuration so the system's apt setup stays untouched.
+#
+# Usage: qemu/deps.sh            (everything)
+#        qemu/deps.sh --host     (only what the host-side userspace tests need)
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=qemu/env.sh
+source "$here/env.sh"
+
+host_packages=(build-essential pkg-config python3 tmux)
+kernel_packages=(
+    clang-19 lld-19 llvm-19 libclang-19-dev make bc flex bison libelf-dev libssl-dev
+    dwarves kmod cpio xz-utils zstd rsync qemu-system-x86 busybox-static musl-tools
+)
+
+log() { printf 'deps: %s\n' "$*" >&2; }
+
+missing_packages() {
+    local pkg
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+            printf '%s\n' "$pkg"
+    done
+}
+
+install_packages() {
+    local missing
+    mapfile -t missing < <(missing_packages "$@")
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    log "installing ${missing[*]}"
+    # Retry once on a stale package list: a fresh machine has never run 'update'.
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"; then
+        apt-get update
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+    fi
+}
+
+# The Debian archive URI this machine already uses (deb822 or one-line sources),
+# so that no registry host name is ever written into the repository.
+debian_mirror() {
+    local uri
+    uri="$(
+        {
+            grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{for (i = 2; i <= NF; i++) print $i}'
+            grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
+                sed -E 's/^deb +(\[[^]]*\] +)?//' | awk '{print $1}'
+        } | grep -v -- '-security' | grep -E '/debian/?$' | head -n1
+    )"
+    [ -n "$uri" ] || {
+        log "no Debian archive found in /etc/apt/sources.list*; cannot fetch linux-source-7.3"
+        exit 1
+    }
+    printf '%s\n' "${uri%/}"
+}
+
+install_rust_parts() {
+    rustup component list --installed | grep -q '^rust-src' || rustup component add rust-src
+    rustup target list --installed | grep -q "^$GUEST_TARGET\$" || rustup target add "$GUEST_TARGET"
+    if [ ! -x "$BINDGEN" ] || ! "$BINDGEN" --version | grep -q " $BINDGEN_VERSION\$"; then
+        log "installing bindgen-cli $BINDGEN_VERSION into $TOOLS_DIR"
+        cargo install bindgen-cli --version "$BINDGEN_VERSION" --locked --root "$TOOLS_DIR"
+    fi
+}
+
+fetch_kernel_source() {
+    [ -f "$KERNEL_SRC/Makefile" ] && return 0
+    local apt_dir="$CACHE_DIR/apt" mirror
+    mirror="$(debian_mirror)"
+    mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/download"
+    printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s trixie-backports main\n' \
+        "$mirror" >"$apt_dir/sources.list"
+    local opts=(
+        -o "Dir::Etc::SourceList=$apt_dir/sources.list"
+        -o "Dir::Etc::SourceParts=/dev/null"
+        -o "Dir::State::Lists=$apt_dir/lists"
+        -o "Dir::Cache=$apt_dir/cache"
+        -o "APT::Sandbox::User=root"
+    )
+    log "fetching $KERNEL_PACKAGE from trixie-backports of $mirror"
+    apt-get "${opts[@]}" update
+    (cd "$apt_dir/download" && apt-get "${opts[@]}" download "$KERNEL_PACKAGE")
+    local deb
+    deb="$(ls -t "$apt_dir/download/${KERNEL_PACKAGE}"_*.deb | head -n1)"
+    rm -rf "$apt_dir/unpack" && mkdir -p "$apt_dir/unpack"
+    dpkg-deb -x "$deb" "$apt_dir/unpack"
+    local tarball
+    tarball="$(ls "$apt_dir"/unpack/usr/src/linux-source-*.tar.xz | head -n1)"
+    rm -rf "$KERNEL_SRC.tmp" && mkdir -p "$KERNEL_SRC.tmp"
+    tar -xf "$tarball" -C "$KERNEL_SRC.tmp" --strip-components=1
+    mv "$KERNEL_SRC.tmp" "$KERNEL_SRC"
+    rm -rf "$apt_dir/unpack"
+    log "kernel source ready in $KERNEL_SRC ($(make -s -C "$KERNEL_SRC" kernelversion))"
+}
+
+mkdir -p "$CACHE_DIR"
+install_packages "${host_packages[@]}"
+if [ "${1:-}" != "--host" ]; then
+    install_packages "${kernel_packages[@]}"
+    install_rust_parts
+    fetch_kernel_source
+fi
