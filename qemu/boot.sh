@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Boots a guest kernel with an initramfs under QEMU, streams the console, and judges the
+# run: it passes only when the guest printed its exit marker with rc=0 and the console
+# holds no kernel complaint (BUG, WARNING, Oops, KASAN, lockdep, panic), whatever the
+# tests said. KVM is used when a short probe boot shows it works here; TCG otherwise.
+#
+# Usage: qemu/boot.sh KERNEL_BUILD_DIR INITRAMFS LOGFILE
+# Env:   NEURON_DS_ACCEL=kvm|tcg (skip the probe), QEMU_SMP (2), QEMU_MEM (1G),
+#        QEMU_TIMEOUT seconds (600)
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=qemu/env.sh
+source "$here/env.sh"
+
+kdir="$1" initramfs="$2" log="$3"
+kernel="$kdir/arch/x86/boot/bzImage"
+[ -f "$kernel" ] || {
+    echo "boot.sh: no kernel image at $kernel" >&2
+    exit 2
+}
+
+# Runs QEMU once; the console goes to $2. Returns QEMU's (or timeout's) status.
+run_qemu() {
+    local accel="$1" console="$2" limit="$3" initrd="$4"
+    local cpu=(-cpu max,-la57)
+    # 5-level paging under TCG makes early KASAN reports appear at random: keep it off.
+    [ "$accel" = kvm ] && cpu=(-cpu host)
+    timeout --foreground -k 10 "$limit" qemu-system-x86_64 \
+        -accel "$accel" "${cpu[@]}" -smp "${QEMU_SMP:-2}" -m "${QEMU_MEM:-1G}" \
+        -bios qboot.rom -kernel "$kernel" -initrd "$initrd" \
+        -append "console=ttyS0 loglevel=5 panic=-1 oops=panic" \
+        -nic none -nographic -serial stdio -monitor none -no-reboot </dev/null >"$console" 2>&1
+}
+
+# The probe boots the same kernel with an empty initramfs; its answer is kept for the
+# lifetime of this host boot.
+choose_accel() {
+    if [ -n "${NEURON_DS_ACCEL:-}" ]; then
+        echo "$NEURON_DS_ACCEL"
+        return
+    fi
+    if [ ! -w /dev/kvm ]; then
+        echo tcg
+        return
+    fi
+    local cache
+    cache="$CACHE_DIR/accel-probe.$(cat /proc/sys/kernel/random/boot_id)"
+    if [ ! -f "$cache" ]; then
+        local probe_dir
+        probe_dir="$(mktemp -d)"
+        "$here/initramfs.sh" "$probe_dir/probe.cpio.gz" - -
+        if run_qemu kvm "$probe_dir/console" 60 "$probe_dir/probe.cpio.gz" &&
+            grep -q '^NEURON-DS-GUEST-EXIT rc=0' "$probe_dir/console"; then
+            echo kvm >"$cache"
+        else
+            echo "boot.sh: KVM probe failed; using TCG ($(grep -m1 -i error "$probe_dir/console" || true))" >&2
+            echo tcg >"$cache"
+        fi
+        rm -rf "$probe_dir"
+    fi
+    cat "$cache"
+}
+
+accel="$(choose_accel)"
+echo "boot.sh: booting $(basename "$kdir") with $accel" >&2
+status=0
+run_qemu "$accel" "$log" "${QEMU_TIMEOUT:-600}" "$initramfs" || status=$?
+tr -d '\r' <"$log" >"$log.tmp" && mv "$log.tmp" "$log"
+# Show the console without the final dmesg dump (it only repeats the kernel log) and
+# without the firmware's terminal escapes.
+sed -e '/^NEURON-DS-DMESG-BEGIN/,/^NEURON-DS-DMESG-END/d' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' "$log"
+
+failed=0
+if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+    echo "boot.sh: FAIL: the guest did not finish within ${QEMU_TIMEOUT:-600} s" >&2
+    failed=1
+fi
+complaints="$(grep -nE 'BUG:|WARNING:|Oops|KASAN:|circular locking|Invalid wait context|Call Trace|Kernel panic|panicked at|UBSAN:|kernel BUG' "$log" || true)"
+if [ -n "$complaints" ]; then
+    echo "boot.sh: FAIL: the kernel complained:" >&2
+    printf '%s\n' "$complaints" | head -n 40 >&2
+    failed=1
+fi
+guest_rc="$(sed -n 's/^NEURON-DS-GUEST-EXIT rc=\([0-9]*\)$/\1/p' "$log" | tail -n1)"
+if [ -z "$guest_rc" ]; then
+    echo "boot.sh: FAIL: the guest never reported its exit status (crash or hang)" >&2
+    failed=1
+elif [ "$guest_rc" -ne 0 ]; then
+    echo "boot.sh: FAIL: the guest's commands exited with $guest_rc" >&2
+    failed=1
+fi
+echo "boot.sh: accel=$accel guest_rc=${guest_rc:-none}" >&2
+exit "$failed"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the guest integration tests as static musl binaries and lays out a guest work
+# directory: tests/ with one binary per test file, and run.sh that runs them one after
+# another between markers that tests/run.sh parses.
+#
+# Usage: tests/guest/build.sh WORKDIR
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=qemu/env.sh
+source "$here/../../qemu/env.sh"
+work="$1"
+rm -rf "$work" && mkdir -p "$work/tests"
+
+cd "$here"
+cargo test --release --no-run --target "$GUEST_TARGET" --message-format=json-render-diagnostics |
+    python3 -c '
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["profile"]["test"]:
+        print(msg["executable"])
+' | while read -r exe; do
+    cp "$exe" "$work/tests/$(basename "$exe" | sed 's/-[0-9a-f]*$//')"
+done
+[ -n "$(ls "$work/tests")" ] || {
+    echo "build.sh: no guest test binaries were built" >&2
+    exit 1
+}
+
+cat >"$work/run.sh" <<'RUN'
+#!/bin/sh
+# Runs every guest test binary; single-threaded because they share the device's slabs.
+echo "NEURON-DS-GUEST-TESTS-BEGIN"
+rc=0
+for test in /work/tests/*; do
+    echo "guest test binary: ${test##*/}"
+    "$test" --test-threads=1 || rc=1
+done
+echo "NEURON-DS-GUEST-TESTS-END"
+exit $rc
+RUN
+chmod +x "$work/run.sh"

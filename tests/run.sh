@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# `make test` / `make test-debug`: host tests, then one QEMU boot that loads the module
+# (its KUnit suites run at insmod) and runs the guest integration tests. Ends with one
+# line "N passed, N failed" summing all three; exits non-zero if anything failed.
+#
+# Usage: tests/run.sh base|debug
+set -uo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+variant="${1:-base}"
+cd "$root" || exit 1
+# shellcheck source=qemu/env.sh
+source qemu/env.sh
+
+passed=0 failed=0
+results="$root/build/test-$variant"
+rm -rf "$results" && mkdir -p "$results"
+
+step() { printf '\n=== %s\n' "$*"; }
+count() { # count <passed> <failed> <what>
+    passed=$((passed + $1)) failed=$((failed + $2))
+    printf -- '--- %s: %d passed, %d failed\n' "$3" "$1" "$2"
+}
+# Sums libtest's "test result:" lines of a log into "passed failed".
+libtest_totals() {
+    awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1) } }
+         END { printf "%d %d\n", p, f }' "$1"
+}
+finish() {
+    printf '\n%d passed, %d failed\n' "$passed" "$failed"
+    [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+    exit $?
+}
+
+step "dependencies and the $variant kernel"
+if ! make -s deps || ! make -s kernel VARIANT="$variant"; then
+    count 0 1 "setup"
+    finish
+fi
+
+step "host tests (userspace workspace)"
+if (cd userspace && cargo test --workspace --color never 2>&1) | tee "$results/host.log"; then
+    host_status=0
+else
+    host_status=1
+fi
+read -r p f < <(libtest_totals "$results/host.log")
+[ "$host_status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+count "$p" "$f" "host tests"
+
+step "module build ($variant)"
+if ! make -s module VARIANT="$variant" 2>&1 | tee "$results/module.log"; then
+    count 0 1 "module build"
+    finish
+fi
+if grep -q 'warning' "$results/module.log"; then
+    echo "the module build printed warnings"
+    count 0 1 "module build without warnings"
+else
+    count 1 0 "module build without warnings"
+fi
+
+step "guest tests build"
+work="$results/guest-work"
+if ! bash tests/guest/build.sh "$work" 2>&1 | tail -n 20; then
+    count 0 1 "guest tests build"
+    finish
+fi
+
+step "QEMU: insmod + KUnit + guest tests ($variant)"
+kdir="$(bash qemu/kernel.sh --dir "$variant")"
+bash qemu/initramfs.sh "$results/initramfs.cpio.gz" "build/module-$variant/rust/neuron_ds.ko" "$work"
+boot_status=0
+bash qemu/boot.sh "$kdir" "$results/initramfs.cpio.gz" "$results/console.log" || boot_status=$?
+
+# KUnit: every test case line inside our suites' KTAP blocks.
+read -r kp kf < <(awk '/^NEURON-DS-KTAP-BEGIN/ { on = 1; next } /^NEURON-DS-KTAP-END/ { on = 0 }
+    on && /^[ \t]+ok [0-9]+ / { p++ } on && /^[ \t]+not ok [0-9]+ / { f++ }
+    END { printf "%d %d\n", p, f }' "$results/console.log")
+if [ "$kp" -eq 0 ] && [ "$kf" -eq 0 ]; then
+    echo "no KUnit results came back from the guest"
+    kf=1
+fi
+count "$kp" "$kf" "KUnit (neuron_ds suites)"
+
+sed -n '/^NEURON-DS-GUEST-TESTS-BEGIN/,/^NEURON-DS-GUEST-TESTS-END/p' "$results/console.log" >"$results/guest.log"
+read -r gp gf < <(libtest_totals "$results/guest.log")
+grep -q '^NEURON-DS-GUEST-TESTS-END' "$results/guest.log" || gf=$((gf + 1))
+count "$gp" "$gf" "guest tests"
+if [ "$boot_status" -ne 0 ]; then
+    count 0 1 "guest run verdict (console scan, exit marker)"
+else
+    count 1 0 "guest run verdict (console scan, exit marker)"
+fi
+finish
