@@ -16,6 +16,27 @@
 //!   [`Counter`] names each counter (indices come from `nds_abi`) and its sysfs node.
 //!
 //! The layers are bridged by literal tables, never by arithmetic on the values.
+//!
+//! ```
+//! use nrt_status::{most_severe, report_execution, bridge, MemorySink, NrtStatus};
+//!
+//! let status = NrtStatus::from_u32(1004);
+//! assert_eq!(status.as_str(), "NRT_EXEC_COMPLETED_WITH_ERR");
+//! assert_eq!(status.priority().rank(), 3);
+//! // 1004 outranks the numerically larger 1206 when the two race.
+//! let racing = [NrtStatus::NETWORK_PROXY_FAILURE, status];
+//! assert_eq!(most_severe(racing), Some(status));
+//!
+//! // The bridge: what an execution result adds to NeuronCore 0's counters.
+//! let sink = MemorySink::new();
+//! report_execution(&sink, 0, status).unwrap();
+//! let outcome = bridge::execution_outcome_counter(status).unwrap();
+//! assert_eq!(outcome.sysfs_node().unwrap().name, "execute_completed_with_error");
+//! assert_eq!(sink.get(0, outcome), 1);
+//! assert_eq!(sink.get(0, bridge::INFERENCE_COUNT), 1);
+//! ```
+
+#![warn(missing_docs)]
 
 pub mod band;
 pub mod bridge;

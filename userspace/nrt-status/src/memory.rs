@@ -12,7 +12,7 @@ use crate::Counter;
 /// additions wrap like the datastore's 64-bit counters.
 #[derive(Debug, Default)]
 pub struct MemorySink {
-    values: Mutex<HashMap<(u32, Counter), u64>>,
+    values: Mutex<HashMap<(usize, Counter), u64>>,
 }
 
 impl MemorySink {
@@ -22,16 +22,16 @@ impl MemorySink {
     }
 
     /// The value of `counter` on `core` (zero if never written).
-    pub fn get(&self, core: u32, counter: Counter) -> u64 {
+    pub fn get(&self, core: usize, counter: Counter) -> u64 {
         self.lock().get(&(core, counter)).copied().unwrap_or(0)
     }
 
     /// Every counter written so far, with its value.
-    pub fn snapshot(&self) -> HashMap<(u32, Counter), u64> {
+    pub fn snapshot(&self) -> HashMap<(usize, Counter), u64> {
         self.lock().clone()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<(u32, Counter), u64>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<(usize, Counter), u64>> {
         // A panic elsewhere cannot leave a half-written u64 behind, so poisoning is harmless.
         self.values.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -40,14 +40,14 @@ impl MemorySink {
 impl CounterSink for MemorySink {
     type Error = Infallible;
 
-    fn add_nc(&self, core: u32, counter: Counter, delta: u64) -> Result<(), Self::Error> {
+    fn add_nc(&self, core: usize, counter: Counter, delta: u64) -> Result<(), Self::Error> {
         let mut values = self.lock();
         let value = values.entry((core, counter)).or_insert(0);
         *value = value.wrapping_add(delta);
         Ok(())
     }
 
-    fn set_nc(&self, core: u32, counter: Counter, value: u64) -> Result<(), Self::Error> {
+    fn set_nc(&self, core: usize, counter: Counter, value: u64) -> Result<(), Self::Error> {
         self.lock().insert((core, counter), value);
         Ok(())
     }

@@ -15,14 +15,14 @@ pub trait CounterSink {
     type Error;
 
     /// Adds `delta` to `counter` of NeuronCore `core`.
-    fn add_nc(&self, core: u32, counter: Counter, delta: u64) -> Result<(), Self::Error>;
+    fn add_nc(&self, core: usize, counter: Counter, delta: u64) -> Result<(), Self::Error>;
 
     /// Sets `counter` of NeuronCore `core` to `value`.
-    fn set_nc(&self, core: u32, counter: Counter, value: u64) -> Result<(), Self::Error>;
+    fn set_nc(&self, core: usize, counter: Counter, value: u64) -> Result<(), Self::Error>;
 }
 
 /// Adds one to each counter, stopping at the first failed write.
-fn bump_each<S, I>(sink: &S, core: u32, counters: I) -> Result<(), S::Error>
+fn bump_each<S, I>(sink: &S, core: usize, counters: I) -> Result<(), S::Error>
 where
     S: CounterSink + ?Sized,
     I: IntoIterator<Item = Counter>,
@@ -34,7 +34,7 @@ where
 
 /// Records an execution result on `core` (outcome counter and inference count; see
 /// [`execution_counters`]). A status with no counter writes nothing.
-pub fn report_execution<S>(sink: &S, core: u32, status: NrtStatus) -> Result<(), S::Error>
+pub fn report_execution<S>(sink: &S, core: usize, status: NrtStatus) -> Result<(), S::Error>
 where
     S: CounterSink + ?Sized,
 {
@@ -43,7 +43,7 @@ where
 
 /// Records a generic (load / lifecycle) status on `core`; statuses the generic path skips
 /// write nothing.
-pub fn report_generic<S>(sink: &S, core: u32, status: NrtStatus) -> Result<(), S::Error>
+pub fn report_generic<S>(sink: &S, core: usize, status: NrtStatus) -> Result<(), S::Error>
 where
     S: CounterSink + ?Sized,
 {
@@ -51,7 +51,7 @@ where
 }
 
 /// Records an execution's infer-error flags on `core`: one increment per set SW-subtype flag.
-pub fn report_error_flags<S>(sink: &S, core: u32, flags: &InferErrorFlags) -> Result<(), S::Error>
+pub fn report_error_flags<S>(sink: &S, core: usize, flags: &InferErrorFlags) -> Result<(), S::Error>
 where
     S: CounterSink + ?Sized,
 {
@@ -59,7 +59,7 @@ where
 }
 
 /// Sets an execution's latencies on `core` (set, not added).
-pub fn report_latencies<S>(sink: &S, core: u32, latencies: &Latencies) -> Result<(), S::Error>
+pub fn report_latencies<S>(sink: &S, core: usize, latencies: &Latencies) -> Result<(), S::Error>
 where
     S: CounterSink + ?Sized,
 {

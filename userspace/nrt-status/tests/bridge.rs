@@ -305,12 +305,12 @@ fn sysfs_table_matches_the_driver() {
 
 /// A sink that records every call, to check the kind (add vs set) and the order of writes.
 #[derive(Default)]
-struct Recorder(std::sync::Mutex<Vec<(&'static str, u32, usize, u64)>>);
+struct Recorder(std::sync::Mutex<Vec<(&'static str, usize, usize, u64)>>);
 
 impl CounterSink for Recorder {
     type Error = std::convert::Infallible;
 
-    fn add_nc(&self, core: u32, counter: Counter, delta: u64) -> Result<(), Self::Error> {
+    fn add_nc(&self, core: usize, counter: Counter, delta: u64) -> Result<(), Self::Error> {
         self.0
             .lock()
             .unwrap()
@@ -318,7 +318,7 @@ impl CounterSink for Recorder {
         Ok(())
     }
 
-    fn set_nc(&self, core: u32, counter: Counter, value: u64) -> Result<(), Self::Error> {
+    fn set_nc(&self, core: usize, counter: Counter, value: u64) -> Result<(), Self::Error> {
         self.0
             .lock()
             .unwrap()
@@ -369,11 +369,11 @@ struct Full;
 impl CounterSink for Failing {
     type Error = Full;
 
-    fn add_nc(&self, _: u32, _: Counter, _: u64) -> Result<(), Full> {
+    fn add_nc(&self, _: usize, _: Counter, _: u64) -> Result<(), Full> {
         self.set_nc(0, nrt_status::bridge::INFERENCE_COUNT, 0)
     }
 
-    fn set_nc(&self, _: u32, _: Counter, _: u64) -> Result<(), Full> {
+    fn set_nc(&self, _: usize, _: Counter, _: u64) -> Result<(), Full> {
         use std::sync::atomic::Ordering;
         self.0
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
@@ -400,7 +400,7 @@ fn sink_errors_propagate() {
 fn mixed_stream_sums() {
     // A producer-side stream across two cores; expected sums worked out by hand.
     let sink = MemorySink::new();
-    let stream: [(u32, u32); 10] = [
+    let stream: [(usize, u32); 10] = [
         (0, 0),
         (0, 0),
         (0, 1004),
@@ -416,12 +416,12 @@ fn mixed_stream_sums() {
         report_execution(&sink, core, NrtStatus::from_u32(status)).unwrap();
     }
     report_generic(&sink, 1, NrtStatus::LOAD_NOT_ENOUGH_NC).unwrap();
-    let got: HashMap<(u32, usize), u64> = sink
+    let got: HashMap<(usize, usize), u64> = sink
         .snapshot()
         .into_iter()
         .map(|((core, c), v)| ((core, c.index()), v))
         .collect();
-    let expected: HashMap<(u32, usize), u64> = [
+    let expected: HashMap<(usize, usize), u64> = [
         ((0, 1), 2),
         ((0, 2), 1),
         ((0, 40), 1),
