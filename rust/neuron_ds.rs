@@ -2,33 +2,84 @@
 
 //! Neuron DataStore (NDS): per-process shared-memory telemetry slabs.
 //!
-//! Each device node hands a process one of its pre-allocated slabs through the
-//! `ACQUIRE_NEURON_DS` ioctl and maps it into the process; a runtime writes counters into
-//! it and monitors map it read-only.
+//! Each device node `/dev/neuronN` owns 16 zeroed slabs of 256 KiB. A runtime (the
+//! producer) takes one for its thread group and writes counters and records into it; monitors
+//! map a producer's slab read-only to watch it without asking it anything. When the owner
+//! releases the slab, or its last file on the device goes away, the kernel adds the slab's
+//! counters to per-NeuronCore totals in sysfs, zeroes the slab and frees it.
+//!
+//! # Userspace ABI
+//!
+//! ```c
+//! struct neuron_ioctl_neuron_ds_info { int32_t pid; uint64_t mmap_offset; uint32_t size; };
+//! #define ACQUIRE 0x80084E47 /* _IOR('N', 71, void *) */
+//! #define RELEASE 0x80084E48 /* _IOR('N', 72, void *) */
+//!
+//! int fd = open("/dev/neuron0", O_RDWR);
+//! struct neuron_ioctl_neuron_ds_info info = { .pid = 0 };   /* 0: my own slab */
+//! ioctl(fd, ACQUIRE, &info);                                  /* ENOMEM: all 16 owned */
+//! void *slab = mmap(NULL, info.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, info.mmap_offset);
+//! /* ... write counters ... */
+//! munmap(slab, info.size);
+//! ioctl(fd, RELEASE, &info);                                  /* aggregate, zero, free */
+//! close(fd);
+//!
+//! /* A monitor: pid != 0 maps that process's slab read-only (ENOENT if it has none, EPERM
+//!  * for another user's process without CAP_SYS_ADMIN or CAP_PERFMON). */
+//! ```
+//!
+//! The 24-byte argument, the wire format inside the slab and the sysfs names come from the
+//! `abi` module, which is the userspace crate `nds-abi` compiled into the kernel.
 
 use kernel::prelude::*;
 
+pub mod abi;
 mod device;
+mod edge;
+mod reader;
+mod slots;
+mod sysfs;
+mod totals;
 
 module! {
     type: NeuronDsModule,
     name: "neuron_ds",
     authors: ["neuron-ds developers"],
-    description: "Neuron DataStore: shared-memory telemetry slabs",
+    description: "Neuron DataStore: per-process shared-memory telemetry slabs",
     license: "GPL",
+    params: {
+        devices: u32 {
+            default: 1,
+            description: "Number of Neuron devices (/dev/neuron0 ...), 1 to 16",
+        },
+        cores_per_device: u32 {
+            default: 2,
+            description: "NeuronCores per device whose counters are aggregated, 1 to 16",
+        },
+    },
 }
 
-/// The loaded module: owns every device registration.
-#[pin_data]
+/// Upper bound of both parameters.
+const MAX_PARAMETER: u32 = 16;
+
+/// The loaded module: owns every device.
 struct NeuronDsModule {
-    #[pin]
-    device: device::NeuronDevice,
+    _devices: KVec<Pin<KBox<device::NeuronDevice>>>,
 }
 
-impl kernel::InPlaceModule for NeuronDsModule {
-    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
-            device <- device::NeuronDevice::new(c"neuron0"),
-        })
+impl kernel::Module for NeuronDsModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let device_count = module_parameters::devices.value();
+        let core_count = module_parameters::cores_per_device.value();
+        if !(1..=MAX_PARAMETER).contains(&device_count) || !(1..=MAX_PARAMETER).contains(&core_count) {
+            pr_err!("devices and cores_per_device must be between 1 and {MAX_PARAMETER}\n");
+            return Err(EINVAL);
+        }
+        let core_count = usize::try_from(core_count)?;
+        let mut devices = KVec::new();
+        for index in 0..usize::try_from(device_count)? {
+            devices.push(device::NeuronDevice::new(index, core_count)?, GFP_KERNEL)?;
+        }
+        Ok(Self { _devices: devices })
     }
 }

@@ -17,4 +17,5 @@ pub mod fnv;
 pub mod ioctl;
 pub mod layout;
 pub mod records;
+pub mod sysfs;
 pub mod text;
