@@ -55,8 +55,7 @@ use kernel::{
             ordering::Relaxed,
             Atomic, //
         },
-        Arc,
-        Mutex,
+        Arc, Mutex,
     },
     task::{
         Kuid,
@@ -330,9 +329,12 @@ impl OpenFile {
         };
         info.mmap_offset = mmap_offset(device.index, slot);
         info.size = u32::try_from(SLAB_SIZE)?;
-        UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<NeuronDsInfo>())
-            .writer()
-            .write_slice(info.as_bytes())?;
+        UserSlice::new(
+            UserPtr::from_addr(arg),
+            core::mem::size_of::<NeuronDsInfo>(),
+        )
+        .writer()
+        .write_slice(info.as_bytes())?;
         Ok(0)
     }
 
@@ -519,7 +521,10 @@ mod tests {
 
     fn node_of(group: SysfsGroup, name: &str) -> Result<usize> {
         let wanted = sysfs_counter(group, name).ok_or(EINVAL)?;
-        SYSFS_COUNTERS.iter().position(|c| c == wanted).ok_or(EINVAL)
+        SYSFS_COUNTERS
+            .iter()
+            .position(|c| c == wanted)
+            .ok_or(EINVAL)
     }
 
     fn shown(device: &DeviceState, core: usize, node: usize, file: SysfsFile) -> Result<KVec<u8>> {
@@ -546,7 +551,10 @@ mod tests {
         let leader = task.group_leader();
         let mut inner = device.inner.lock();
         let slot = device.acquire_own(&mut inner, leader, Kuid::current_euid())?;
-        assert_eq!(device.acquire_own(&mut inner, leader, Kuid::current_euid())?, slot);
+        assert_eq!(
+            device.acquire_own(&mut inner, leader, Kuid::current_euid())?,
+            slot
+        );
         let slab = device.slab(slot)?;
         let owned_generation = slab.load(SLAB_GENERATION_OFFSET);
         assert_eq!(owned_generation % 2, 1);
@@ -587,7 +595,13 @@ mod tests {
         }
         assert_eq!(&shown(&device, 0, success, SysfsFile::Total)?[..], b"4\n");
         assert_eq!(&shown(&device, 0, success, SysfsFile::Present)?[..], b"4\n");
-        device.sysfs_store(SysfsNodeKind::Counter { core: 0, node: success }, SysfsFile::Total)?;
+        device.sysfs_store(
+            SysfsNodeKind::Counter {
+                core: 0,
+                node: success,
+            },
+            SysfsFile::Total,
+        )?;
         assert_eq!(&shown(&device, 0, success, SysfsFile::Total)?[..], b"0\n");
         assert_eq!(
             device.sysfs_store(SysfsNodeKind::Datastore, SysfsFile::Slots),

@@ -445,16 +445,22 @@ struct CTable<T>(T);
 // SAFETY: the C side only reads these tables, which are never written after compilation.
 unsafe impl<T> Sync for CTable<T> {}
 
+// `struct attribute` has lockdep fields only with CONFIG_DEBUG_LOCK_ALLOC.
+#[allow(clippy::needless_update)]
 static TOTAL_ATTR: CTable<bindings::attribute> = CTable(bindings::attribute {
     name: kernel::str::as_char_ptr_in_const_context(c"total"),
     mode: 0o644,
     ..pin_init::zeroed()
 });
+// `struct attribute` has lockdep fields only with CONFIG_DEBUG_LOCK_ALLOC.
+#[allow(clippy::needless_update)]
 static PRESENT_ATTR: CTable<bindings::attribute> = CTable(bindings::attribute {
     name: kernel::str::as_char_ptr_in_const_context(c"present"),
     mode: 0o644,
     ..pin_init::zeroed()
 });
+// `struct attribute` has lockdep fields only with CONFIG_DEBUG_LOCK_ALLOC.
+#[allow(clippy::needless_update)]
 static SLOTS_ATTR: CTable<bindings::attribute> = CTable(bindings::attribute {
     name: kernel::str::as_char_ptr_in_const_context(c"slots"),
     mode: 0o444,

@@ -71,7 +71,9 @@ impl kernel::Module for NeuronDsModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let device_count = module_parameters::devices.value();
         let core_count = module_parameters::cores_per_device.value();
-        if !(1..=MAX_PARAMETER).contains(&device_count) || !(1..=MAX_PARAMETER).contains(&core_count) {
+        if !(1..=MAX_PARAMETER).contains(&device_count)
+            || !(1..=MAX_PARAMETER).contains(&core_count)
+        {
             pr_err!("devices and cores_per_device must be between 1 and {MAX_PARAMETER}\n");
             return Err(EINVAL);
         }

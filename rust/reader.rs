@@ -50,7 +50,10 @@ mod tests {
             slab.store(offset, 1000 + u64::try_from(n)?);
         }
         for (n, (core, index, _)) in cases.into_iter().enumerate() {
-            assert_eq!(read_nc_counter(&slab, core, index), 1000 + u64::try_from(n)?);
+            assert_eq!(
+                read_nc_counter(&slab, core, index),
+                1000 + u64::try_from(n)?
+            );
         }
         assert_eq!(NDS_NEURONCORE_COUNTERS_START, 0x100);
         assert_eq!(NDS_EXT_NEURONCORE_COUNTERS_START, 0xDA80);

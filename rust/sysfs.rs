@@ -36,7 +36,11 @@ pub(crate) struct SysfsTree {
 
 impl SysfsTree {
     /// Builds the tree of `node`'s device, served by `state`.
-    pub(crate) fn build(node: &DeviceNode, state: Arc<DeviceState>, core_count: usize) -> Result<Self> {
+    pub(crate) fn build(
+        node: &DeviceNode,
+        state: Arc<DeviceState>,
+        core_count: usize,
+    ) -> Result<Self> {
         let mut dirs = KVec::new();
         let mut nodes = KVec::new();
         nodes.push(
@@ -44,7 +48,8 @@ impl SysfsTree {
             GFP_KERNEL,
         )?;
         for core in 0..core_count {
-            let core_dir = SysfsDir::in_device(node, &CString::try_from_fmt(fmt!("neuron_core{core}"))?)?;
+            let core_dir =
+                SysfsDir::in_device(node, &CString::try_from_fmt(fmt!("neuron_core{core}"))?)?;
             let stats = core_dir.child(c"stats")?;
             let status = stats.child(c"status")?;
             let other_info = stats.child(c"other_info")?;

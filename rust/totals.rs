@@ -65,7 +65,11 @@ impl DeviceTotals {
 
     /// Zeroes counter `node` of `core` (a write to its sysfs file).
     pub(crate) fn reset(&mut self, core: usize, node: usize) -> Result {
-        let aggregate = self.cores.get_mut(core).and_then(|c| c.get_mut(node)).ok_or(EINVAL)?;
+        let aggregate = self
+            .cores
+            .get_mut(core)
+            .and_then(|c| c.get_mut(node))
+            .ok_or(EINVAL)?;
         *aggregate = Aggregate::default();
         Ok(())
     }
@@ -81,7 +85,10 @@ mod tests {
 
     fn node(group: SysfsGroup, name: &str) -> Result<usize> {
         let wanted = sysfs_counter(group, name).ok_or(EINVAL)?;
-        SYSFS_COUNTERS.iter().position(|c| c == wanted).ok_or(EINVAL)
+        SYSFS_COUNTERS
+            .iter()
+            .position(|c| c == wanted)
+            .ok_or(EINVAL)
     }
 
     /// A synthetic slab where counter `index` of `core` holds `core * 1000 + index`.

@@ -90,7 +90,8 @@ pub const SYSFS_OTHER_INFO_COUNTER_COUNT: usize = 4;
 
 /// Every aggregated node per core: the status table in the original driver's order, then
 /// other_info.
-pub const SYSFS_COUNTERS: [SysfsCounter; SYSFS_STATUS_COUNTER_COUNT + SYSFS_OTHER_INFO_COUNTER_COUNT] = {
+pub const SYSFS_COUNTERS: [SysfsCounter;
+    SYSFS_STATUS_COUNTER_COUNT + SYSFS_OTHER_INFO_COUNTER_COUNT] = {
     use CounterSource::{
         Ext,
         Nc, //
@@ -101,25 +102,46 @@ pub const SYSFS_COUNTERS: [SysfsCounter; SYSFS_STATUS_COUNTER_COUNT + SYSFS_OTHE
         status("timeout", Nc(NcCounter::InferTimedOut)),
         status("exec_bad_input", Nc(NcCounter::InferIncorrectInput)),
         status("hw_error", Nc(NcCounter::ErrHw)),
-        status("execute_completed_with_error", Nc(NcCounter::InferCompletedWithErr)),
-        status("execute_completed_with_num_error", Nc(NcCounter::InferCompletedWithNumErr)),
+        status(
+            "execute_completed_with_error",
+            Nc(NcCounter::InferCompletedWithErr),
+        ),
+        status(
+            "execute_completed_with_num_error",
+            Nc(NcCounter::InferCompletedWithNumErr),
+        ),
         status("generic_error", Nc(NcCounter::ErrGeneric)),
         status("resource_error", Nc(NcCounter::ErrResource)),
         status("resource_nc_error", Nc(NcCounter::ErrResourceNc)),
         status("execute_failed_to_queue", Nc(NcCounter::InferFailedToQueue)),
         status("invalid_error", Nc(NcCounter::ErrInvalid)),
-        status("unsupported_neff_version", Nc(NcCounter::ErrUnsupportedNeffVersion)),
+        status(
+            "unsupported_neff_version",
+            Nc(NcCounter::ErrUnsupportedNeffVersion),
+        ),
         status("oob_error", Nc(NcCounter::Oob)),
         status("hw_collectives_error", Ext(ExtNcCounter::HwErrCollectives)),
         status("hw_hbm_ue_error", Ext(ExtNcCounter::HwErrHbmUe)),
         status("hw_nc_ue_error", Ext(ExtNcCounter::HwErrNcUe)),
         status("hw_dma_abort_error", Ext(ExtNcCounter::HwErrDmaAbort)),
         status("execute_sw_nq_overflow", Ext(ExtNcCounter::ErrSwNqOverflow)),
-        status("execute_sw_semaphore_error", Ext(ExtNcCounter::ErrSwSemaphoreError)),
+        status(
+            "execute_sw_semaphore_error",
+            Ext(ExtNcCounter::ErrSwSemaphoreError),
+        ),
         status("execute_sw_event_error", Ext(ExtNcCounter::ErrSwEventError)),
-        status("execute_sw_psum_collision", Ext(ExtNcCounter::ErrSwPsumCollision)),
-        status("execute_sw_sequencer_fatal", Ext(ExtNcCounter::ErrSwSequencerFatal)),
-        status("hw_repairable_hbm_ue_error", Ext(ExtNcCounter::HwErrRepairableHbmUe)),
+        status(
+            "execute_sw_psum_collision",
+            Ext(ExtNcCounter::ErrSwPsumCollision),
+        ),
+        status(
+            "execute_sw_sequencer_fatal",
+            Ext(ExtNcCounter::ErrSwSequencerFatal),
+        ),
+        status(
+            "hw_repairable_hbm_ue_error",
+            Ext(ExtNcCounter::HwErrRepairableHbmUe),
+        ),
         other_info("model_load_count", Nc(NcCounter::ModelLoadCount), 1),
         other_info("inference_count", Nc(NcCounter::InferenceCount), 1),
         other_info("flop_count", Nc(NcCounter::MacCount), 2),
