@@ -76,7 +76,7 @@ if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
     echo "boot.sh: FAIL: the guest did not finish within ${QEMU_TIMEOUT:-600} s" >&2
     failed=1
 fi
-complaints="$(grep -nE 'BUG:|WARNING:|Oops|KASAN:|circular locking|Invalid wait context|Call Trace|Kernel panic|panicked at|UBSAN:|kernel BUG' "$log" || true)"
+complaints="$(grep -nE 'BUG:|WARNING:|Oops|KASAN:|circular locking|Invalid wait context|Call Trace|Kernel panic|UBSAN:|kernel BUG' "$log" || true)"
 if [ -n "$complaints" ]; then
     echo "boot.sh: FAIL: the kernel complained:" >&2
     printf '%s\n' "$complaints" | head -n 40 >&2

@@ -10,18 +10,19 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=qemu/env.sh
 source "$here/../../qemu/env.sh"
 work="$1"
-rm -rf "$work" && mkdir -p "$work/tests"
+rm -rf "$work" && mkdir -p "$work/tests" "$work/bin"
 
 cd "$here"
-cargo test --release --no-run --target "$GUEST_TARGET" --message-format=json-render-diagnostics |
+cargo test --release --no-run --bins --tests --target "$GUEST_TARGET" --message-format=json-render-diagnostics |
     python3 -c '
 import json, sys
 for line in sys.stdin:
     msg = json.loads(line)
-    if msg.get("reason") == "compiler-artifact" and msg.get("executable") and msg["profile"]["test"]:
-        print(msg["executable"])
-' | while read -r exe; do
-    cp "$exe" "$work/tests/$(basename "$exe" | sed 's/-[0-9a-f]*$//')"
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable"):
+        kind = "tests" if msg["profile"]["test"] else "bin"
+        print(kind, msg["executable"])
+' | while read -r kind exe; do
+    cp "$exe" "$work/$kind/$(basename "$exe" | sed 's/-[0-9a-f]*$//')"
 done
 [ -n "$(ls "$work/tests")" ] || {
     echo "build.sh: no guest test binaries were built" >&2

@@ -1,14 +1,43 @@
-//! Helpers shared by the guest integration tests: raw access to the device node with
-//! real system calls, so each test sees exactly the errno the kernel returned.
+//! Helpers shared by the guest integration tests: raw access to the device node with real
+//! system calls, so each test sees exactly the errno the kernel returned, plus a handle on
+//! `ds-producer` helper processes and readers of the module's sysfs files.
 
 use std::{
-    fs::{File, OpenOptions},
-    io,
+    fs::{self, File, OpenOptions},
+    io::{self, BufRead, BufReader, Write},
     os::fd::AsRawFd,
+    process::{Child, ChildStdin, ChildStdout, Command, Stdio},
+    ptr::NonNull,
 };
 
 /// The first device node the module creates with default parameters.
 pub const DEVICE: &str = "/dev/neuron0";
+/// `ACQUIRE_NEURON_DS`.
+pub const ACQUIRE: u32 = 0x8008_4E47;
+/// `RELEASE_NEURON_DS`.
+pub const RELEASE: u32 = 0x8008_4E48;
+/// Bytes in one slab.
+pub const SLAB_SIZE: usize = 262_144;
+/// Byte offset of the kernel-maintained slab generation.
+pub const GENERATION_OFFSET: usize = SLAB_SIZE - 4096;
+/// Slabs per device.
+pub const SLOTS: usize = 16;
+
+/// The 24-byte ioctl argument.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DsInfo {
+    /// In: 0 for the caller's own slab, else the process to read.
+    pub pid: i32,
+    /// Padding.
+    pub reserved0: u32,
+    /// Out: where to mmap the slab.
+    pub mmap_offset: u64,
+    /// Out: the slab size.
+    pub size: u32,
+    /// Padding.
+    pub reserved1: u32,
+}
 
 /// Opens `path` read-write, as a producer would.
 pub fn open_device(path: &str) -> io::Result<File> {
@@ -27,5 +56,275 @@ pub fn ioctl(file: &File, cmd: u32, arg: usize) -> io::Result<i32> {
         Err(io::Error::last_os_error())
     } else {
         Ok(ret)
+    }
+}
+
+/// ACQUIRE for `pid` (0: own slab).
+pub fn acquire(file: &File, pid: i32) -> io::Result<DsInfo> {
+    let mut info = DsInfo {
+        pid,
+        ..DsInfo::default()
+    };
+    ioctl(file, ACQUIRE, std::ptr::addr_of_mut!(info) as usize)?;
+    Ok(info)
+}
+
+/// RELEASE for `pid` (0: own slab).
+pub fn release(file: &File, pid: i32) -> io::Result<i32> {
+    let mut info = DsInfo {
+        pid,
+        ..DsInfo::default()
+    };
+    ioctl(file, RELEASE, std::ptr::addr_of_mut!(info) as usize)
+}
+
+/// The errno of a failed call, for assertions.
+pub fn errno<T: std::fmt::Debug>(result: io::Result<T>) -> i32 {
+    result
+        .expect_err("the call should have failed")
+        .raw_os_error()
+        .unwrap_or(0)
+}
+
+/// A shared mapping of a slab (or of whatever the test asked for).
+#[derive(Debug)]
+pub struct Mapping {
+    addr: NonNull<u8>,
+    len: usize,
+}
+
+impl Mapping {
+    /// `mmap(NULL, len, prot, MAP_SHARED, fd, offset)`.
+    pub fn new(file: &File, len: usize, prot: i32, offset: u64) -> io::Result<Self> {
+        // SAFETY: a fresh shared mapping chosen by the kernel; nothing else is at that address.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                offset as libc::off_t,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self {
+            addr: NonNull::new(addr.cast()).expect("mmap returned NULL"),
+            len,
+        })
+    }
+
+    /// A private read-only anonymous page, for handing the kernel unwritable memory.
+    pub fn anonymous_read_only() -> Self {
+        // SAFETY: a fresh anonymous mapping chosen by the kernel.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(addr, libc::MAP_FAILED);
+        Self {
+            addr: NonNull::new(addr.cast()).unwrap(),
+            len: 4096,
+        }
+    }
+
+    /// The start address.
+    pub fn addr(&self) -> *mut u8 {
+        self.addr.as_ptr()
+    }
+
+    /// Reads the u64 at byte `offset` with a volatile load (another process may write it).
+    pub fn read_u64(&self, offset: usize) -> u64 {
+        assert!(offset + 8 <= self.len && offset % 8 == 0);
+        // SAFETY: in bounds and aligned; volatile because the memory is shared.
+        unsafe { self.addr().add(offset).cast::<u64>().read_volatile() }
+    }
+
+    /// Writes the u64 at byte `offset` with a volatile store.
+    pub fn write_u64(&self, offset: usize, value: u64) {
+        assert!(offset + 8 <= self.len && offset % 8 == 0);
+        // SAFETY: in bounds and aligned; the caller mapped it writable.
+        unsafe { self.addr().add(offset).cast::<u64>().write_volatile(value) }
+    }
+
+    /// `mprotect` of the whole mapping.
+    pub fn protect(&self, prot: i32) -> io::Result<()> {
+        // SAFETY: the range is exactly this mapping.
+        if unsafe { libc::mprotect(self.addr().cast(), self.len, prot) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the range is exactly this mapping, unmapped once.
+        unsafe { libc::munmap(self.addr().cast(), self.len) };
+    }
+}
+
+/// Byte offset of counter `index` of NeuronCore `core` (the three bands of the wire format).
+pub fn nc_offset(core: usize, index: usize) -> usize {
+    match (core, index) {
+        (0..=3, 0..=30) => 256 + 8 * (31 * core + index),
+        (0..=3, 31..=94) => 55_936 + 8 * (64 * core + index - 31),
+        (4..=15, 0..=94) => 57_984 + 8 * (96 * (core - 4) + index),
+        _ => panic!("invalid counter ({core}, {index})"),
+    }
+}
+
+/// The sysfs directory of device `device`.
+pub fn sysfs_device(device: usize) -> String {
+    format!("/sys/class/misc/neuron{device}")
+}
+
+/// Reads `…/neuron_core<core>/stats/<group>/<name>/<file>` of device 0.
+pub fn sysfs_counter(core: usize, group: &str, name: &str, file: &str) -> u64 {
+    let path = format!("{}/neuron_core{core}/stats/{group}/{name}/{file}", sysfs_device(0));
+    fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// One row of the slot table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotRow {
+    /// Slot index.
+    pub slot: usize,
+    /// Owner pid in our namespace, 0 if free.
+    pub pid: i32,
+    /// LRU clear tick.
+    pub clear_tick: u64,
+    /// Generation.
+    pub generation: u64,
+}
+
+/// The slot table of device 0.
+pub fn slots() -> Vec<SlotRow> {
+    let text = fs::read_to_string(format!("{}/datastore/slots", sysfs_device(0))).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|line| {
+            let f: Vec<u64> = line.split_whitespace().map(|v| v.parse().unwrap()).collect();
+            SlotRow {
+                slot: f[0] as usize,
+                pid: f[1] as i32,
+                clear_tick: f[2],
+                generation: f[3],
+            }
+        })
+        .collect()
+}
+
+/// Where the helper binaries are in the guest.
+pub fn helper_path(name: &str) -> String {
+    std::env::var("NEURON_DS_GUEST_BIN").unwrap_or_else(|_| "/work/bin".into()) + "/" + name
+}
+
+/// A `ds-producer` process that owns a slab and wrote the counters it was given.
+pub struct Producer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    _stdout: BufReader<ChildStdout>,
+    /// Its pid.
+    pub pid: i32,
+    /// The mmap offset ACQUIRE returned to it.
+    pub offset: u64,
+}
+
+impl Producer {
+    /// Starts a producer on `device` that adds `(core, index, value)` to its slab.
+    pub fn start(device: &str, counters: &[(usize, usize, u64)]) -> io::Result<Self> {
+        let spec: Vec<String> = counters
+            .iter()
+            .map(|(core, index, value)| format!("{core}:{index}={value}"))
+            .collect();
+        let mut child = Command::new(helper_path("ds-producer"))
+            .arg(device)
+            .args(spec)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line)?;
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.first() != Some(&"ready") {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other(format!("producer failed: {line:?}")));
+        }
+        Ok(Self {
+            pid: child.id() as i32,
+            offset: fields[1].parse().unwrap(),
+            stdin: child.stdin.take(),
+            child,
+            _stdout: stdout,
+        })
+    }
+
+    /// Tells it to unmap, RELEASE and exit; waits for it.
+    pub fn release_and_exit(mut self) {
+        self.send("release");
+    }
+
+    /// Tells it to exit without RELEASE (the close at exit releases); waits for it.
+    pub fn exit(mut self) {
+        self.send("exit");
+    }
+
+    /// Kills it with SIGKILL; waits for it.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    fn send(&mut self, command: &str) {
+        let mut stdin = self.stdin.take().unwrap();
+        writeln!(stdin, "{command}").unwrap();
+        drop(stdin);
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "producer exited with {status}");
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        if self.stdin.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `f` in a forked child and returns its exit status (as from `waitpid`).
+///
+/// The child must only make system calls: the test harness may have other threads.
+pub fn in_child(f: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: the child runs only `f`, which makes system calls, then `_exit`s.
+    match unsafe { libc::fork() } {
+        -1 => panic!("fork: {}", io::Error::last_os_error()),
+        0 => {
+            let code = f();
+            // SAFETY: leaving the child without running the parent's destructors.
+            unsafe { libc::_exit(code) }
+        }
+        pid => {
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            status
+        }
     }
 }

@@ -1,0 +1,117 @@
+//! mmap of slabs: exact length and granted offsets only, writable for the owner alone.
+
+use neuron_ds_guest_tests::*;
+
+const RW: i32 = libc::PROT_READ | libc::PROT_WRITE;
+
+#[test]
+fn the_owner_maps_its_slab_writable_and_a_reader_sees_the_writes() {
+    let file = open_device(DEVICE).unwrap();
+    let info = acquire(&file, 0).unwrap();
+    let owner = Mapping::new(&file, SLAB_SIZE, RW, info.mmap_offset).unwrap();
+    owner.write_u64(nc_offset(1, 1), 1234);
+    let reader_file = open_device(DEVICE).unwrap();
+    let producer = Producer::start(DEVICE, &[(0, 1, 77), (5, 40, 9)]).unwrap();
+    let read = acquire(&reader_file, producer.pid).unwrap();
+    let view = Mapping::new(&reader_file, SLAB_SIZE, libc::PROT_READ, read.mmap_offset).unwrap();
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 77);
+    assert_eq!(view.read_u64(nc_offset(5, 40)), 9);
+    assert_eq!(owner.read_u64(nc_offset(1, 1)), 1234);
+    producer.exit();
+}
+
+#[test]
+fn wrong_lengths_and_offsets_are_einval() {
+    let file = open_device(DEVICE).unwrap();
+    let info = acquire(&file, 0).unwrap();
+    for len in [4096, SLAB_SIZE - 4096, SLAB_SIZE + 4096, 2 * SLAB_SIZE] {
+        assert_eq!(errno(Mapping::new(&file, len, RW, info.mmap_offset)), libc::EINVAL, "len {len}");
+    }
+    let other_slot = (info.mmap_offset + SLAB_SIZE as u64) % (SLOTS * SLAB_SIZE) as u64;
+    for offset in [info.mmap_offset + 4096, other_slot, 1 << 40, (SLOTS * SLAB_SIZE) as u64] {
+        assert_eq!(errno(Mapping::new(&file, SLAB_SIZE, RW, offset)), libc::EINVAL, "offset {offset:#x}");
+    }
+    // A file that never acquired anything may map nothing, not even a real slab's offset.
+    let stranger = open_device(DEVICE).unwrap();
+    assert_eq!(
+        errno(Mapping::new(&stranger, SLAB_SIZE, libc::PROT_READ, info.mmap_offset)),
+        libc::EINVAL
+    );
+}
+
+#[test]
+fn a_reader_cannot_map_writable_or_make_its_mapping_writable() {
+    let producer = Producer::start(DEVICE, &[]).unwrap();
+    let file = open_device(DEVICE).unwrap();
+    let info = acquire(&file, producer.pid).unwrap();
+    assert_eq!(errno(Mapping::new(&file, SLAB_SIZE, RW, info.mmap_offset)), libc::EPERM);
+    let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset).unwrap();
+    assert_eq!(errno(view.protect(RW)), libc::EACCES);
+    assert_eq!(errno(view.protect(libc::PROT_READ | libc::PROT_EXEC)), libc::EACCES);
+    producer.exit();
+}
+
+#[test]
+fn a_readers_write_through_its_mapping_faults() {
+    let producer = Producer::start(DEVICE, &[(0, 1, 5)]).unwrap();
+    let file = open_device(DEVICE).unwrap();
+    let info = acquire(&file, producer.pid).unwrap();
+    let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset).unwrap();
+    // The mapping is not inherited (VM_DONTCOPY), so the child maps it itself, then writes.
+    let status = in_child(|| {
+        let child_view = match Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset) {
+            Ok(view) => view,
+            Err(_) => return 3,
+        };
+        // SAFETY: deliberately writing to a read-only mapping; the kernel must fault.
+        unsafe { child_view.addr().add(nc_offset(0, 1)).cast::<u64>().write_volatile(666) };
+        4
+    });
+    assert!(libc::WIFSIGNALED(status), "status {status:#x}");
+    assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 5, "the producer's counter is untouched");
+    producer.exit();
+}
+
+#[test]
+fn a_mapping_is_not_inherited_across_fork() {
+    let file = open_device(DEVICE).unwrap();
+    let info = acquire(&file, 0).unwrap();
+    let owner = Mapping::new(&file, SLAB_SIZE, RW, info.mmap_offset).unwrap();
+    let addr = owner.addr() as usize;
+    let status = in_child(|| {
+        // SAFETY: probing whether the page exists in the child with mincore-like msync.
+        let ret = unsafe { libc::msync(addr as *mut libc::c_void, 4096, libc::MS_ASYNC) };
+        if ret == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOMEM) {
+            0
+        } else {
+            1
+        }
+    });
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status:#x}");
+}
+
+#[test]
+fn the_generation_word_changes_when_the_slab_is_released() {
+    let producer = Producer::start(DEVICE, &[]).unwrap();
+    let file = open_device(DEVICE).unwrap();
+    let info = acquire(&file, producer.pid).unwrap();
+    let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset).unwrap();
+    let owned = view.read_u64(GENERATION_OFFSET);
+    assert_eq!(owned % 2, 1);
+    producer.release_and_exit();
+    let freed = view.read_u64(GENERATION_OFFSET);
+    assert_eq!(freed, owned + 1, "released: the generation moved on and is even");
+    // The next owner of that slab gets yet another generation.
+    let mut next = Vec::new();
+    loop {
+        let p = Producer::start(DEVICE, &[]).unwrap();
+        let same = p.offset == info.mmap_offset;
+        next.push(p);
+        if same || next.len() == SLOTS {
+            break;
+        }
+    }
+    assert_eq!(view.read_u64(GENERATION_OFFSET), owned + 2);
+    next.into_iter().for_each(Producer::exit);
+}
