@@ -14,6 +14,8 @@ variant="${1:-base}" extra="${2:-}" cmd="${3:-}"
     exit 2
 }
 cd "$root"
+# One harness run at a time: runs share build/ and the two cores.
+mkdir -p build && exec 8>build/.harness.lock && flock 8
 make -s module VARIANT="$variant"
 
 out="$root/build/qemu-run-$variant"

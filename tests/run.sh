@@ -13,6 +13,8 @@ cd "$root" || exit 1
 source qemu/env.sh
 
 passed=0 failed=0
+# One harness run at a time: runs share build/ and the two cores.
+mkdir -p "$root/build" && exec 8>"$root/build/.harness.lock" && flock 8
 results="$root/build/test-$variant"
 rm -rf "$results" && mkdir -p "$results"
 
