@@ -36,7 +36,7 @@ echo "NEURON-DS-GUEST-TESTS-BEGIN"
 rc=0
 for test in /work/tests/*; do
     echo "guest test binary: ${test##*/}"
-    "$test" --test-threads=1 || rc=1
+    "$test" --test-threads=1 --show-output || rc=1
 done
 echo "NEURON-DS-GUEST-TESTS-END"
 exit $rc
