@@ -11,6 +11,8 @@
 //!   and published with release/acquire ordering on the hash word; readers get a [`Snapshot`]
 //!   that is either consistent, [`Snapshot::Empty`] or [`Snapshot::Torn`]. See [`records`] for
 //!   the protocol.
+//! * A producer handle is an `nrt_status::CounterSink`: the status → counter bridge writes
+//!   execution results, error flags and latencies straight into the slab.
 //!
 //! Slab contents are untrusted: no function panics or misbehaves whatever bytes the slab holds.
 //! The numbers of the wire format live in [`nds_abi`], re-exported here as [`abi`].
@@ -21,6 +23,7 @@ mod error;
 mod models;
 pub mod records;
 mod slab;
+mod status_sink;
 #[cfg(test)]
 mod test_support;
 
