@@ -1,0 +1,23 @@
+//! Reader of the sysfs tree the `neuron_ds` kernel module publishes under
+//! `/sys/class/misc/neuron<N>/`:
+//!
+//! * `datastore/slots`: the slot table, one [`SlotRow`] per slab (owner pid in the reader's pid
+//!   namespace, LRU clear tick, generation);
+//! * `neuron_core<C>/stats/{status,other_info}/<name>/{total,present}`: the counters the kernel
+//!   aggregates, named by [`nds_abi::sysfs::SYSFS_COUNTERS`]; `total` is live (released owners
+//!   plus what current owners have counted so far), `present` is the last release's delta.
+//!
+//! Everything is read through a [`SysfsRoot`], so tests can point it at a directory of their
+//! own. The files are parsed strictly: a malformed line is an error, never a guess.
+
+#![warn(missing_docs)]
+
+mod error;
+mod root;
+mod slots;
+mod totals;
+
+pub use error::{Error, Result};
+pub use root::{SysfsFile, SysfsRoot, DEFAULT_SYSFS_ROOT};
+pub use slots::{parse_slot_table, SlotRow};
+pub use totals::CoreTotals;
