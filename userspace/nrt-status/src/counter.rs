@@ -1,12 +1,14 @@
 //! The per-NeuronCore datastore counters a status can feed, and the sysfs node each one is
 //! aggregated into when its process releases the datastore.
 //!
-//! Counter indices are owned by `nds_abi`; this module only names which of its counters are
-//! meant and never spells an index itself.
+//! Counter indices and sysfs node names are owned by `nds_abi`; this module only names which
+//! of its counters are meant and never spells an index or a node name itself.
 
 use std::fmt;
 
 use nds_abi::counters::{ExtNcCounter, NcCounter};
+use nds_abi::sysfs::{CounterSource, SYSFS_COUNTERS};
+pub use nds_abi::sysfs::{SysfsCounter, SysfsGroup};
 
 /// A per-NeuronCore counter: an original NC counter (`NDS_NC_COUNTER_*`) or an extended one
 /// (`NDS_EXT_NC_COUNTER_*`). Both live in one per-core index space.
@@ -18,181 +20,33 @@ pub enum Counter {
     Ext(ExtNcCounter),
 }
 
-/// The sysfs directory (under `neuron_core<N>/stats/`) holding a counter's node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SysfsGroup {
-    /// `stats/status/`: the per-status counters.
-    Status,
-    /// `stats/other_info/`: usage totals.
-    OtherInfo,
-}
+/// Where a counter surfaces in sysfs: one entry of `nds_abi`'s node table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SysfsNode(&'static SysfsCounter);
 
-impl SysfsGroup {
-    /// The directory name.
-    pub const fn dir(self) -> &'static str {
-        match self {
-            Self::Status => "status",
-            Self::OtherInfo => "other_info",
-        }
+impl SysfsNode {
+    /// The node name, e.g. `execute_completed_with_error`.
+    pub const fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    /// The directory under `neuron_core<N>/stats/` holding the node.
+    pub const fn group(self) -> SysfsGroup {
+        self.0.group
+    }
+
+    /// The full table entry (including the aggregation scale, 2 for `flop_count`).
+    pub const fn entry(self) -> &'static SysfsCounter {
+        self.0
     }
 }
 
-/// Where a counter surfaces in sysfs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SysfsNode {
-    /// The directory under `stats/`.
-    pub group: SysfsGroup,
-    /// The node name, e.g. `execute_completed_with_error`.
-    pub name: &'static str,
-}
-
+/// `<group>/<name>`, e.g. `status/success`.
 impl fmt::Display for SysfsNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.group.dir(), self.name)
+        write!(f, "{}/{}", self.group().dir_name(), self.name())
     }
 }
-
-/// The driver's counter → sysfs node table. `flop_count` is aggregated as twice the MAC count.
-/// Counters absent here (latencies, NC time, CC time, memory usage, legacy error classes but
-/// `ERR_GENERIC`) have no sysfs node.
-pub const SYSFS_NODES: [(Counter, SysfsGroup, &str); 28] = [
-    (
-        Counter::Nc(NcCounter::InferCompleted),
-        SysfsGroup::Status,
-        "success",
-    ),
-    (
-        Counter::Nc(NcCounter::GenericFail),
-        SysfsGroup::Status,
-        "failure",
-    ),
-    (
-        Counter::Nc(NcCounter::InferTimedOut),
-        SysfsGroup::Status,
-        "timeout",
-    ),
-    (
-        Counter::Nc(NcCounter::InferIncorrectInput),
-        SysfsGroup::Status,
-        "exec_bad_input",
-    ),
-    (
-        Counter::Nc(NcCounter::ErrHw),
-        SysfsGroup::Status,
-        "hw_error",
-    ),
-    (
-        Counter::Nc(NcCounter::InferCompletedWithErr),
-        SysfsGroup::Status,
-        "execute_completed_with_error",
-    ),
-    (
-        Counter::Nc(NcCounter::InferCompletedWithNumErr),
-        SysfsGroup::Status,
-        "execute_completed_with_num_error",
-    ),
-    (
-        Counter::Nc(NcCounter::ErrGeneric),
-        SysfsGroup::Status,
-        "generic_error",
-    ),
-    (
-        Counter::Nc(NcCounter::ErrResource),
-        SysfsGroup::Status,
-        "resource_error",
-    ),
-    (
-        Counter::Nc(NcCounter::ErrResourceNc),
-        SysfsGroup::Status,
-        "resource_nc_error",
-    ),
-    (
-        Counter::Nc(NcCounter::InferFailedToQueue),
-        SysfsGroup::Status,
-        "execute_failed_to_queue",
-    ),
-    (
-        Counter::Nc(NcCounter::ErrInvalid),
-        SysfsGroup::Status,
-        "invalid_error",
-    ),
-    (
-        Counter::Nc(NcCounter::ErrUnsupportedNeffVersion),
-        SysfsGroup::Status,
-        "unsupported_neff_version",
-    ),
-    (Counter::Nc(NcCounter::Oob), SysfsGroup::Status, "oob_error"),
-    (
-        Counter::Ext(ExtNcCounter::HwErrCollectives),
-        SysfsGroup::Status,
-        "hw_collectives_error",
-    ),
-    (
-        Counter::Ext(ExtNcCounter::HwErrHbmUe),
-        SysfsGroup::Status,
-        "hw_hbm_ue_error",
-    ),
-    (
-        Counter::Ext(ExtNcCounter::HwErrNcUe),
-        SysfsGroup::Status,
-        "hw_nc_ue_error",
-    ),
-    (
-        Counter::Ext(ExtNcCounter::HwErrDmaAbort),
-        SysfsGroup::Status,
-        "hw_dma_abort_error",
-    ),
-    (
-        Counter::Ext(ExtNcCounter::ErrSwNqOverflow),
-        SysfsGroup::Status,
-        "execute_sw_nq_overflow",
-    ),
-    (
-        Counter::Ext(ExtNcCounter::ErrSwSemaphoreError),
-        SysfsGroup::Status,
-        "execute_sw_semaphore_error",
-    ),
-    (
-        Counter::Ext(ExtNcCounter::ErrSwEventError),
-        SysfsGroup::Status,
-        "execute_sw_event_error",
-    ),
-    (
-        Counter::Ext(ExtNcCounter::ErrSwPsumCollision),
-        SysfsGroup::Status,
-        "execute_sw_psum_collision",
-    ),
-    (
-        Counter::Ext(ExtNcCounter::ErrSwSequencerFatal),
-        SysfsGroup::Status,
-        "execute_sw_sequencer_fatal",
-    ),
-    (
-        Counter::Ext(ExtNcCounter::HwErrRepairableHbmUe),
-        SysfsGroup::Status,
-        "hw_repairable_hbm_ue_error",
-    ),
-    (
-        Counter::Nc(NcCounter::ModelLoadCount),
-        SysfsGroup::OtherInfo,
-        "model_load_count",
-    ),
-    (
-        Counter::Nc(NcCounter::InferenceCount),
-        SysfsGroup::OtherInfo,
-        "inference_count",
-    ),
-    (
-        Counter::Nc(NcCounter::MacCount),
-        SysfsGroup::OtherInfo,
-        "flop_count",
-    ),
-    (
-        Counter::Nc(NcCounter::TimeInUse),
-        SysfsGroup::OtherInfo,
-        "nc_time_in_use",
-    ),
-];
 
 impl Counter {
     /// The per-core counter index (what `nds_increment_nc_counter` takes).
@@ -211,12 +65,26 @@ impl Counter {
         }
     }
 
-    /// The sysfs node this counter is aggregated into, if it has one.
+    /// The named counter at a per-core index; `None` for reserved or out-of-range indices.
+    pub const fn from_index(index: usize) -> Option<Self> {
+        match NcCounter::from_index(index) {
+            Some(counter) => Some(Self::Nc(counter)),
+            None => match ExtNcCounter::from_index(index) {
+                Some(counter) => Some(Self::Ext(counter)),
+                None => None,
+            },
+        }
+    }
+
+    /// The sysfs node this counter is aggregated into, if it has one. Counters with none:
+    /// latencies, NC time, CC time, device memory usage, and the legacy error classes other
+    /// than `ERR_GENERIC`.
     pub fn sysfs_node(self) -> Option<SysfsNode> {
-        SYSFS_NODES
+        let source = CounterSource::from(self);
+        SYSFS_COUNTERS
             .iter()
-            .find(|(counter, _, _)| *counter == self)
-            .map(|&(_, group, name)| SysfsNode { group, name })
+            .find(|node| node.source == source)
+            .map(SysfsNode)
     }
 }
 
@@ -229,6 +97,24 @@ impl From<NcCounter> for Counter {
 impl From<ExtNcCounter> for Counter {
     fn from(counter: ExtNcCounter) -> Self {
         Self::Ext(counter)
+    }
+}
+
+impl From<CounterSource> for Counter {
+    fn from(source: CounterSource) -> Self {
+        match source {
+            CounterSource::Nc(counter) => Self::Nc(counter),
+            CounterSource::Ext(counter) => Self::Ext(counter),
+        }
+    }
+}
+
+impl From<Counter> for CounterSource {
+    fn from(counter: Counter) -> Self {
+        match counter {
+            Counter::Nc(counter) => Self::Nc(counter),
+            Counter::Ext(counter) => Self::Ext(counter),
+        }
     }
 }
 

@@ -31,7 +31,7 @@
 //! let sink = MemorySink::new();
 //! report_execution(&sink, 0, status).unwrap();
 //! let outcome = bridge::execution_outcome_counter(status).unwrap();
-//! assert_eq!(outcome.sysfs_node().unwrap().name, "execute_completed_with_error");
+//! assert_eq!(outcome.sysfs_node().unwrap().to_string(), "status/execute_completed_with_error");
 //! assert_eq!(sink.get(0, outcome), 1);
 //! assert_eq!(sink.get(0, bridge::INFERENCE_COUNT), 1);
 //! ```
@@ -52,7 +52,7 @@ pub mod status;
 
 pub use band::Band;
 pub use bridge::Latencies;
-pub use counter::{Counter, SysfsGroup, SysfsNode};
+pub use counter::{Counter, SysfsNode};
 pub use memory::MemorySink;
 pub use priority::{most_severe, Priority};
 pub use sink::{

@@ -8,7 +8,6 @@ use nrt_status::bridge::{
     execution_counters, generic_counter, ERROR_FLAG_COUNTERS, EXECUTION_COUNTERS,
     GENERIC_STATUS_COUNTERS,
 };
-use nrt_status::counter::SYSFS_NODES;
 use nrt_status::decode::{InferErrorFlags, InferErrorSubtype};
 use nrt_status::{
     report_error_flags, report_execution, report_generic, report_latencies, Counter, CounterSink,
@@ -293,14 +292,19 @@ fn latencies_are_set_not_added() {
 
 #[test]
 fn sysfs_table_matches_the_driver() {
-    assert_eq!(SYSFS_NODES.len(), SYSFS.len());
     for (index, expected) in SYSFS {
-        let (counter, _, _) = SYSFS_NODES
-            .iter()
-            .find(|(counter, _, _)| counter.index() == index)
-            .unwrap_or_else(|| panic!("counter {index} has no node"));
-        assert_eq!(node(*counter).as_deref(), Some(expected), "counter {index}");
+        let counter = Counter::from_index(index).unwrap_or_else(|| panic!("counter {index}"));
+        assert_eq!(counter.index(), index);
+        assert_eq!(node(counter).as_deref(), Some(expected), "counter {index}");
     }
+    // No other counter of the 95 per-core slots has a node.
+    let with_node = (0..95)
+        .filter_map(Counter::from_index)
+        .filter(|counter| counter.sysfs_node().is_some())
+        .count();
+    assert_eq!(with_node, SYSFS.len());
+    assert_eq!(Counter::from_index(41), None, "41.. are reserved");
+    assert_eq!(Counter::from_index(usize::MAX), None);
 }
 
 /// A sink that records every call, to check the kind (add vs set) and the order of writes.
