@@ -1,0 +1,34 @@
+//! A load generator for the Neuron DataStore: processes that behave like inference runtimes.
+//!
+//! The orchestrator ([`orchestrator::run`]) starts N producer processes per device (the same
+//! binary, re-executed with a [`ProducerSpec`]). Each producer owns one slab and writes a
+//! realistic stream through the `nds` crate ([`workload`]): execution results drawn from a
+//! weighted [`StatusMix`] and counted through the `nrt-status` bridge, latencies, busy time and
+//! MACs, per-core and host memory gauges, model records loaded and unloaded over time,
+//! process-info and process-info-ext.
+//!
+//! Every write goes through a [`Recorder`], which writes the slab first and then adds the same
+//! value to an in-process [`Tally`]. When the stream ends, the producer checks the tally against
+//! its slab and writes a [`ProducerReport`]: exactly what it added to every counter. A producer
+//! told to crash writes its report at the crash point and then sends itself SIGKILL, so nothing
+//! lands after the report and the kernel's aggregate still equals the sum of the reports.
+
+#![warn(missing_docs)]
+
+pub mod compare;
+pub mod error;
+pub mod mix;
+pub mod models;
+pub mod orchestrator;
+pub mod producer;
+pub mod recorder;
+pub mod report;
+pub mod rng;
+pub mod spec;
+pub mod workload;
+
+pub use error::{Error, Result};
+pub use mix::StatusMix;
+pub use recorder::{Recorder, Tally};
+pub use report::{ProducerReport, Summary};
+pub use spec::ProducerSpec;

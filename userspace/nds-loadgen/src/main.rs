@@ -1,0 +1,229 @@
+//! `nds-loadgen`: producer processes that play inference runtimes on the Neuron DataStore.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use nds_loadgen::compare::{compare, render, Baseline};
+use nds_loadgen::mix::DEFAULT_MIX;
+use nds_loadgen::orchestrator::{self, RunOptions, Slabs};
+use nds_loadgen::spec::StreamLength;
+use nds_loadgen::{producer, Error, ProducerSpec, Result, StatusMix, Summary};
+use nds_sysfs::{SysfsRoot, DEFAULT_SYSFS_ROOT};
+
+/// Load generator for the Neuron DataStore.
+#[derive(Debug, Parser)]
+#[command(name = "nds-loadgen", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start producer processes; print every producer's report as one JSON summary.
+    Run(Box<RunArgs>),
+    /// Print the kernel's current sysfs totals as JSON (a baseline for `compare`).
+    Baseline {
+        /// Root of the module's sysfs devices.
+        #[arg(long, default_value = DEFAULT_SYSFS_ROOT)]
+        sysfs_root: PathBuf,
+    },
+    /// Print the producers' reports next to the kernel's sysfs totals; fail if they differ.
+    Compare {
+        /// The summary `run` printed.
+        #[arg(long)]
+        summary: PathBuf,
+        /// Totals captured with `baseline` before the run (default: all zero).
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+        /// Root of the module's sysfs devices.
+        #[arg(long, default_value = DEFAULT_SYSFS_ROOT)]
+        sysfs_root: PathBuf,
+    },
+    /// Run one producer (started by `run`).
+    #[command(hide = true)]
+    Producer {
+        /// The producer's spec as JSON.
+        #[arg(long)]
+        spec: String,
+    },
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Devices to load, e.g. `0,1` (default: every device the module has, else 0).
+    #[arg(long, value_delimiter = ',')]
+    devices: Vec<u32>,
+    /// Producer processes per device.
+    #[arg(long, default_value_t = 3)]
+    procs_per_device: usize,
+    /// NeuronCores each producer writes (default: the device's cores in sysfs, else 2).
+    #[arg(long)]
+    cores: Option<usize>,
+    /// Executions per producer.
+    #[arg(long, conflicts_with = "duration")]
+    count: Option<u64>,
+    /// How long each producer runs, e.g. `5s`.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Executions per second per producer; 0 runs flat out.
+    #[arg(long, default_value_t = 500)]
+    rate: u64,
+    /// Status mix as `STATUS=WEIGHT,…` (names with or without NRT_, or numbers).
+    #[arg(long, default_value = DEFAULT_MIX)]
+    mix: String,
+    /// Tag prefix; tags are `<prefix>-d<device>-p<index>`.
+    #[arg(long, default_value = "loadgen")]
+    tag_prefix: String,
+    /// Number of producers (the last ones) that crash halfway: report, then SIGKILL themselves.
+    #[arg(long, default_value_t = 0)]
+    crash: usize,
+    /// After the streams, print `ready` and keep the slabs until standard input closes.
+    #[arg(long)]
+    hold: bool,
+    /// Directory for the per-producer reports (default: a temporary one, removed after).
+    #[arg(long)]
+    report_dir: Option<PathBuf>,
+    /// Use slab files in this directory instead of the kernel's devices.
+    #[arg(long)]
+    slab_dir: Option<PathBuf>,
+    /// Directory of the device nodes.
+    #[arg(long, default_value = "/dev")]
+    dev_dir: PathBuf,
+    /// Root of the module's sysfs devices (for the defaults of --devices and --cores).
+    #[arg(long, default_value = DEFAULT_SYSFS_ROOT)]
+    sysfs_root: PathBuf,
+    /// Base random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the summary to this file instead of standard output.
+    #[arg(long)]
+    summary: Option<PathBuf>,
+}
+
+fn run(args: RunArgs) -> Result<()> {
+    args.mix.parse::<StatusMix>()?;
+    let root = SysfsRoot::new(&args.sysfs_root);
+    let mut devices = args.devices;
+    if devices.is_empty() {
+        devices = if args.slab_dir.is_some() {
+            vec![0]
+        } else {
+            root.devices()
+                .ok()
+                .filter(|d| !d.is_empty())
+                .unwrap_or(vec![0])
+        };
+    }
+    let cores = match args.cores {
+        Some(cores) => cores,
+        None => devices
+            .first()
+            .and_then(|&device| root.cores(device).ok())
+            .map(|cores| cores.len())
+            .filter(|&count| count > 0)
+            .unwrap_or(2),
+    };
+    let length = match (args.count, args.duration) {
+        (_, Some(duration)) => StreamLength::Duration(duration),
+        (count, None) => StreamLength::Count(count.unwrap_or(1000)),
+    };
+    let temporary = args.report_dir.is_none();
+    let report_dir = args.report_dir.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("nds-loadgen-{}", std::process::id()))
+    });
+    let options = RunOptions {
+        devices,
+        procs_per_device: args.procs_per_device,
+        cores,
+        length,
+        rate: args.rate,
+        mix: args.mix,
+        tag_prefix: args.tag_prefix,
+        crash: args.crash,
+        hold: args.hold,
+        report_dir: report_dir.clone(),
+        slabs: match args.slab_dir {
+            Some(dir) => Slabs::Directory(dir),
+            None => Slabs::Devices {
+                dev_dir: args.dev_dir,
+            },
+        },
+        seed: args.seed,
+    };
+    let exe = std::env::current_exe().map_err(|e| Error::io("locating this program", e))?;
+    let summary = orchestrator::run(&options, &exe, &mut io::stdout(), io::stdin());
+    if temporary {
+        let _ = std::fs::remove_dir_all(&report_dir);
+    }
+    let text = serde_json::to_string_pretty(&summary?).map_err(|source| Error::Json {
+        path: PathBuf::from("-"),
+        source,
+    })?;
+    match args.summary {
+        Some(path) => std::fs::write(&path, text + "\n")
+            .map_err(|e| Error::io(format!("writing {}", path.display()), e)),
+        None => writeln!(io::stdout(), "{text}").map_err(|e| Error::io("writing the summary", e)),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(*args),
+        Command::Producer { spec } => serde_json::from_str::<ProducerSpec>(&spec)
+            .map_err(|source| Error::Json {
+                path: PathBuf::from("--spec"),
+                source,
+            })
+            .and_then(|spec| producer::run(&spec)),
+        Command::Baseline { sysfs_root } => Baseline::capture(&SysfsRoot::new(sysfs_root))
+            .and_then(|baseline| {
+                serde_json::to_string_pretty(&baseline).map_err(|source| Error::Json {
+                    path: PathBuf::from("-"),
+                    source,
+                })
+            })
+            .map(|text| println!("{text}")),
+        Command::Compare {
+            summary,
+            baseline,
+            sysfs_root,
+        } => compare_command(&summary, baseline.as_deref(), &SysfsRoot::new(sysfs_root)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("nds-loadgen: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn compare_command(
+    summary: &std::path::Path,
+    baseline: Option<&std::path::Path>,
+    root: &SysfsRoot,
+) -> Result<()> {
+    let summary = Summary::read(summary)?;
+    let baseline = match baseline {
+        Some(path) => {
+            let text = std::fs::read(path)
+                .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+            serde_json::from_slice(&text).map_err(|source| Error::Json {
+                path: path.to_path_buf(),
+                source,
+            })?
+        }
+        None => Baseline::default(),
+    };
+    let rows = compare(&summary, &baseline, &root.all_totals()?);
+    print!("{}", render(&rows));
+    match rows.iter().filter(|row| !row.matches()).count() {
+        0 => Ok(()),
+        different => Err(Error::Mismatch(different)),
+    }
+}

@@ -1,0 +1,170 @@
+//! The load generator end to end over slab files: every report matches its slab exactly, a
+//! crashing producer dies by SIGKILL after reporting, and a held run keeps its slabs until
+//! standard input closes.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use nds::{Backend, Datastore};
+use nds_abi::counters::{ExtNcCounter, NcCounter, NdCounter};
+use nds_loadgen::producer::slab_file_name;
+use nds_loadgen::{ProducerReport, Summary};
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("nds-loadgen-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn loadgen(dir: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nds-loadgen"));
+    command
+        .args(["run", "--rate", "0", "--slab-dir"])
+        .arg(dir)
+        .args(extra);
+    command
+}
+
+/// Every named counter of the report's slab file equals the report.
+fn assert_slab_matches(dir: &Path, report: &ProducerReport, cores: usize) {
+    let path = dir.join(slab_file_name(report.device, report.pid));
+    let slab = Datastore::open(&Backend::file(&path), report.pid).unwrap();
+    for core in 0..cores {
+        for (index, name) in NcCounter::ALL
+            .iter()
+            .map(|c| (c.index(), c.name()))
+            .chain(ExtNcCounter::ALL.iter().map(|c| (c.index(), c.name())))
+        {
+            assert_eq!(
+                slab.nc_counter(core, index).unwrap(),
+                report.nc(core, name),
+                "{} core {core} {name}",
+                report.tag
+            );
+        }
+    }
+    for counter in NdCounter::ALL {
+        let reported = report.nd_counters.get(counter.name()).copied().unwrap_or(0);
+        assert_eq!(
+            slab.nd_counter(counter.index()).unwrap(),
+            reported,
+            "{}",
+            counter.name()
+        );
+    }
+    let models = slab.read_all_models().unwrap();
+    assert_eq!(models.len(), report.loaded_models.len(), "{}", report.tag);
+}
+
+#[test]
+fn reports_equal_the_slabs_including_the_crashed_producer() {
+    let dir = Scratch::new("exact");
+    let output = loadgen(
+        &dir.0,
+        &[
+            "--devices",
+            "0,1",
+            "--procs-per-device",
+            "2",
+            "--cores",
+            "2",
+            "--count",
+            "400",
+            "--crash",
+            "1",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: Summary = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary.producers.len(), 4);
+    let crashed: Vec<_> = summary.producers.iter().filter(|r| r.crashed).collect();
+    assert_eq!(crashed.len(), 1);
+    assert_eq!(crashed[0].tag, "loadgen-d1-p1");
+    assert_eq!(crashed[0].executions, 200, "crashes halfway");
+    for report in &summary.producers {
+        assert_slab_matches(&dir.0, report, 2);
+        let executions: u64 = report.statuses.values().sum();
+        assert_eq!(executions, report.executions);
+        // Every finished execution counts as an inference (the retry sentinel does not).
+        let pending = report
+            .statuses
+            .get("NRT_COLL_PENDING")
+            .copied()
+            .unwrap_or(0);
+        let inferences: u64 = (0..2)
+            .map(|c| report.nc(c, "NDS_NC_COUNTER_INFERENCE_COUNT"))
+            .sum();
+        assert_eq!(inferences, report.executions - pending);
+        let successes: u64 = (0..2)
+            .map(|c| report.nc(c, "NDS_NC_COUNTER_INFER_COMPLETED"))
+            .sum();
+        assert_eq!(successes, report.statuses["NRT_SUCCESS"]);
+        let loads: u64 = (0..2)
+            .map(|c| report.nc(c, "NDS_NC_COUNTER_MODEL_LOAD_COUNT"))
+            .sum();
+        assert_eq!(loads, report.model_loads);
+        assert_eq!(
+            report.loaded_models.len() as u64,
+            report.model_loads - report.model_unloads
+        );
+    }
+}
+
+#[test]
+fn a_held_run_reports_ready_and_finishes_when_stdin_closes() {
+    let dir = Scratch::new("hold");
+    let mut child = loadgen(
+        &dir.0,
+        &["--procs-per-device", "2", "--count", "60", "--hold"],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    // The producers are alive and holding their slabs.
+    let slabs = std::fs::read_dir(&dir.0).unwrap().count();
+    assert_eq!(slabs, 2);
+    drop(child.stdin.take());
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    let summary: Summary = serde_json::from_str(&rest).unwrap();
+    assert_eq!(summary.producers.len(), 2);
+    assert!(summary
+        .producers
+        .iter()
+        .all(|r| !r.crashed && r.executions == 60));
+}
+
+#[test]
+fn a_bad_mix_is_refused_before_anything_starts() {
+    let dir = Scratch::new("mix");
+    let output = loadgen(&dir.0, &["--mix", "SUCCESS=1,NOT_A_STATUS=2"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("NOT_A_STATUS"));
+    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0);
+}
