@@ -1,0 +1,39 @@
+//! The crate's error type.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Why the monitor cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration file could not be read.
+    #[error("{}: {source}", path.display())]
+    ConfigRead {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The configuration is not valid JSON of the expected shape.
+    #[error("configuration: {0}")]
+    ConfigJson(#[from] serde_json::Error),
+    /// A value in the configuration or on the command line is invalid.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// Writing the output failed (e.g. the reader of a pipe went away).
+    #[error("output: {0}")]
+    Output(#[source] io::Error),
+    /// The HTTP endpoint could not be set up.
+    #[error("serve {address}: {source}")]
+    Serve {
+        /// The listen address.
+        address: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

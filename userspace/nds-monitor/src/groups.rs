@@ -1,0 +1,418 @@
+//! Building the runtime groups from two readings of a slab (the period's start and end).
+
+use std::collections::BTreeMap;
+
+use nds::{text_lossy, ModelEntry, Snapshot};
+use nds_abi::counters::{ExtNcCounter, NcCounter, NdCounter};
+use nds_abi::records::{MemUsageSlot, VersionInfo};
+
+use crate::document::{
+    CoreMemory, CoreUsage, CounterValue, ErrorSummary, ExecutionStats, ExecutionSummary,
+    ExecutionTotals, HostBreakdown, LatencyStats, LoadedModel, MemoryKinds, MemoryUsed,
+    NdsCounters, NeuroncoreCounters, ProcessInfoGroup, RuntimeUsedBytes, Subgraph, SubgraphMemory,
+    UsageBreakdown,
+};
+use crate::latency::{percentiles, LatencySamples};
+use crate::snapshot::SlabReading;
+
+/// Row of a model's usage grid holding host memory.
+const HOST_LOCATION: usize = 0;
+/// Row of a model's usage grid holding device memory.
+const DEVICE_LOCATION: usize = 1;
+
+/// A period: its end reading, its start reading and its length.
+#[derive(Clone, Copy, Debug)]
+pub struct Interval<'a> {
+    /// Reading at the end of the period.
+    pub now: &'a SlabReading,
+    /// Reading at the start of the period.
+    pub before: &'a SlabReading,
+    /// Length in seconds.
+    pub seconds: f64,
+}
+
+impl Interval<'_> {
+    fn delta(&self, core: usize, counter: NcCounter) -> u64 {
+        self.now
+            .nc(core, counter)
+            .wrapping_sub(self.before.nc(core, counter))
+    }
+
+    fn cores(&self) -> Vec<usize> {
+        self.now.cores_in_use()
+    }
+
+    /// Whether core `core` ran an inference during the period.
+    fn core_ran(&self, core: usize) -> bool {
+        self.delta(core, NcCounter::InferenceCount) != 0
+    }
+}
+
+/// The process tag: process-info-ext, else process-info, else the pid.
+#[must_use]
+pub fn tag_of(reading: &SlabReading, pid: i32) -> String {
+    let ext = match &reading.ext {
+        Snapshot::Valid(ext) => text_lossy(&ext.tag).into_owned(),
+        Snapshot::Empty | Snapshot::Torn => String::new(),
+    };
+    if !ext.is_empty() {
+        return ext;
+    }
+    match &reading.info {
+        Snapshot::Valid(info) if !info.tag().is_empty() => text_lossy(&info.tag).into_owned(),
+        _ => pid.to_string(),
+    }
+}
+
+/// `neuroncore_counters`.
+#[must_use]
+pub fn neuroncore_counters(interval: &Interval<'_>) -> NeuroncoreCounters {
+    let per_second = |value: u64| {
+        if interval.seconds > 0.0 {
+            value as f64 / interval.seconds
+        } else {
+            0.0
+        }
+    };
+    let neuroncores_in_use = interval
+        .cores()
+        .into_iter()
+        .map(|core| {
+            let busy_us = interval.delta(core, NcCounter::TimeInUse);
+            let usage = CoreUsage {
+                // Microseconds busy per second of period, as a percentage.
+                neuroncore_utilization: (per_second(busy_us) / 1e4).min(100.0),
+                flops: per_second(interval.delta(core, NcCounter::MacCount)) * 2.0,
+                inferences: interval.delta(core, NcCounter::InferenceCount),
+                inferences_total: interval.now.nc(core, NcCounter::InferenceCount),
+            };
+            (core.to_string(), usage)
+        })
+        .collect();
+    NeuroncoreCounters {
+        period: interval.seconds,
+        error: String::new(),
+        neuroncores_in_use,
+    }
+}
+
+fn error_summary(reading: &SlabReading) -> ErrorSummary {
+    let sum = |counter| {
+        (0..nds_abi::layout::NDS_TOTAL_NEURONCORE_COUNT)
+            .map(|core| reading.nc(core, counter))
+            .fold(0u64, u64::wrapping_add)
+    };
+    ErrorSummary {
+        generic: sum(NcCounter::ErrGeneric),
+        numerical: sum(NcCounter::ErrNumerical),
+        transient: sum(NcCounter::ErrTransient),
+        model: sum(NcCounter::ErrModel),
+        runtime: sum(NcCounter::ErrRt),
+        hardware: sum(NcCounter::ErrHw),
+    }
+}
+
+fn execution_summary(reading: &SlabReading) -> ExecutionSummary {
+    let sum = |counter| {
+        (0..nds_abi::layout::NDS_TOTAL_NEURONCORE_COUNT)
+            .map(|core| reading.nc(core, counter))
+            .fold(0u64, u64::wrapping_add)
+    };
+    ExecutionSummary {
+        completed: sum(NcCounter::InferCompleted),
+        completed_with_err: sum(NcCounter::InferCompletedWithErr),
+        completed_with_num_err: sum(NcCounter::InferCompletedWithNumErr),
+        timed_out: sum(NcCounter::InferTimedOut),
+        incorrect_input: sum(NcCounter::InferIncorrectInput),
+        failed_to_queue: sum(NcCounter::InferFailedToQueue),
+    }
+}
+
+/// `execution_stats`, with the latency samples of the period.
+#[must_use]
+pub fn execution_stats(interval: &Interval<'_>, samples: &LatencySamples) -> ExecutionStats {
+    let (now_errors, before_errors) = (error_summary(interval.now), error_summary(interval.before));
+    let (now_runs, before_runs) = (
+        execution_summary(interval.now),
+        execution_summary(interval.before),
+    );
+    ExecutionStats {
+        period: interval.seconds,
+        error: String::new(),
+        error_summary: ErrorSummary {
+            generic: now_errors.generic.wrapping_sub(before_errors.generic),
+            numerical: now_errors.numerical.wrapping_sub(before_errors.numerical),
+            transient: now_errors.transient.wrapping_sub(before_errors.transient),
+            model: now_errors.model.wrapping_sub(before_errors.model),
+            runtime: now_errors.runtime.wrapping_sub(before_errors.runtime),
+            hardware: now_errors.hardware.wrapping_sub(before_errors.hardware),
+        },
+        execution_summary: ExecutionSummary {
+            completed: now_runs.completed.wrapping_sub(before_runs.completed),
+            completed_with_err: now_runs
+                .completed_with_err
+                .wrapping_sub(before_runs.completed_with_err),
+            completed_with_num_err: now_runs
+                .completed_with_num_err
+                .wrapping_sub(before_runs.completed_with_num_err),
+            timed_out: now_runs.timed_out.wrapping_sub(before_runs.timed_out),
+            incorrect_input: now_runs
+                .incorrect_input
+                .wrapping_sub(before_runs.incorrect_input),
+            failed_to_queue: now_runs
+                .failed_to_queue
+                .wrapping_sub(before_runs.failed_to_queue),
+        },
+        latency_stats: LatencyStats {
+            total_latency: percentiles(&samples.total),
+            device_latency: percentiles(&samples.device),
+        },
+        lifetime: ExecutionTotals {
+            error_summary: now_errors,
+            execution_summary: now_runs,
+        },
+    }
+}
+
+/// Hyphenated lowercase hex of a 16-byte UUID.
+fn uuid_text(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(36);
+    for (index, byte) in bytes.iter().enumerate() {
+        if matches!(index, 4 | 6 | 8 | 10) {
+            text.push('-');
+        }
+        text.push_str(&format!("{byte:02x}"));
+    }
+    text
+}
+
+/// `memory_used`.
+#[must_use]
+pub fn memory_used(interval: &Interval<'_>, device: u32) -> MemoryUsed {
+    let now = interval.now;
+    let host = HostBreakdown {
+        application_memory: now
+            .nd(NdCounter::MemUsageCodeHost)
+            .wrapping_add(now.nd(NdCounter::MemUsageMiscHost)),
+        constants: now.nd(NdCounter::MemUsageConstantsHost),
+        dma_buffers: now.nd(NdCounter::MemUsageScratchpadHost),
+        tensors: now.nd(NdCounter::MemUsageTensorsHost),
+    };
+    let neuroncore_memory_usage: BTreeMap<String, CoreMemory> = interval
+        .cores()
+        .into_iter()
+        .map(|core| {
+            let memory = CoreMemory {
+                constants: now.nc(core, NcCounter::MemUsageConstantsDevice),
+                model_code: now.nc(core, NcCounter::MemUsageCodeDevice),
+                model_shared_scratchpad: now.nc(core, NcCounter::MemUsageScratchpadDevice),
+                runtime_memory: now.nc(core, NcCounter::MemUsageMiscDevice),
+                tensors: now.nc(core, NcCounter::MemUsageTensorsDevice),
+            };
+            (core.to_string(), memory)
+        })
+        .collect();
+    let neuron_device = neuroncore_memory_usage
+        .values()
+        .flat_map(|m| {
+            [
+                m.constants,
+                m.model_code,
+                m.model_shared_scratchpad,
+                m.runtime_memory,
+                m.tensors,
+            ]
+        })
+        .fold(0u64, u64::wrapping_add);
+    let mut models: BTreeMap<u32, LoadedModel> = BTreeMap::new();
+    let mut torn = Vec::new();
+    for entry in &now.models {
+        let model = match entry {
+            ModelEntry::Valid(model) => model,
+            ModelEntry::Torn(slot) => {
+                torn.push(slot.index().to_string());
+                continue;
+            }
+        };
+        let info = &model.node_info;
+        let kinds = |location| {
+            let cell = |slot: MemUsageSlot| {
+                model
+                    .mem_usage
+                    .get(location, slot.index())
+                    .map_or(0, |cell| cell.total_size)
+            };
+            MemoryKinds {
+                code: cell(MemUsageSlot::Code),
+                tensors: cell(MemUsageSlot::Tensors),
+                constants: cell(MemUsageSlot::Constants),
+                scratchpad: cell(MemUsageSlot::Scratchpad),
+                misc: cell(MemUsageSlot::Misc),
+            }
+        };
+        let sum = |location: usize| {
+            (0..nds_abi::records::NDS_DMA_MEM_USAGE_SLOT_COUNT)
+                .filter_map(|slot| model.mem_usage.get(location, slot))
+                .map(|cell| cell.total_size)
+                .fold(0u64, u64::wrapping_add)
+        };
+        let core = usize::from(info.nc_index);
+        let entry = models.entry(info.model_id).or_insert_with(|| LoadedModel {
+            name: text_lossy(&info.name).into_owned(),
+            uuid: uuid_text(&info.uuid),
+            model_id: info.model_id,
+            ..LoadedModel::default()
+        });
+        entry.is_running |= interval.core_ran(core);
+        entry.subgraphs.insert(
+            format!("sg_{:02}", info.sg_index),
+            Subgraph {
+                memory_used_bytes: SubgraphMemory {
+                    host: sum(HOST_LOCATION),
+                    neuron_device: sum(DEVICE_LOCATION),
+                    usage_breakdown: BTreeMap::from([
+                        ("host".to_owned(), kinds(HOST_LOCATION)),
+                        ("neuron_device".to_owned(), kinds(DEVICE_LOCATION)),
+                    ]),
+                },
+                neuroncore_index: u32::from(info.nc_index),
+                neuron_device_index: device,
+            },
+        );
+    }
+    MemoryUsed {
+        period: interval.seconds,
+        error: if torn.is_empty() {
+            String::new()
+        } else {
+            format!("model slots {} were torn on both reads", torn.join(", "))
+        },
+        neuron_runtime_used_bytes: RuntimeUsedBytes {
+            host: host
+                .application_memory
+                .wrapping_add(host.constants)
+                .wrapping_add(host.dma_buffers)
+                .wrapping_add(host.tensors),
+            neuron_device,
+            usage_breakdown: UsageBreakdown {
+                host,
+                neuroncore_memory_usage,
+            },
+        },
+        loaded_models: models.into_values().collect(),
+    }
+}
+
+/// `nds_counters`: every named counter that is non-zero now.
+#[must_use]
+pub fn nds_counters(interval: &Interval<'_>) -> NdsCounters {
+    let neuron_device = NdCounter::ALL
+        .iter()
+        .filter(|&&counter| interval.now.nd(counter) != 0)
+        .map(|&counter| {
+            let value = CounterValue::new(interval.now.nd(counter), interval.before.nd(counter));
+            (counter.name().to_owned(), value)
+        })
+        .collect();
+    let named = NcCounter::ALL
+        .iter()
+        .map(|c| (c.index(), c.name()))
+        .chain(ExtNcCounter::ALL.iter().map(|c| (c.index(), c.name())));
+    let named: Vec<(usize, &str)> = named.collect();
+    let neuroncores = interval
+        .cores()
+        .into_iter()
+        .map(|core| {
+            let counters = named
+                .iter()
+                .filter(|(index, _)| interval.now.nc_index(core, *index) != 0)
+                .map(|&(index, name)| {
+                    let value = CounterValue::new(
+                        interval.now.nc_index(core, index),
+                        interval.before.nc_index(core, index),
+                    );
+                    (name.to_owned(), value)
+                })
+                .collect();
+            (core.to_string(), counters)
+        })
+        .collect();
+    NdsCounters {
+        period: interval.seconds,
+        error: String::new(),
+        neuron_device,
+        neuroncores,
+    }
+}
+
+fn version_text(version: &VersionInfo) -> String {
+    format!("{}.{}.{}", version.major, version.minor, version.build)
+}
+
+/// `process_info`.
+#[must_use]
+pub fn process_info(interval: &Interval<'_>) -> ProcessInfoGroup {
+    let mut group = ProcessInfoGroup {
+        period: interval.seconds,
+        ..ProcessInfoGroup::default()
+    };
+    let mut problems = Vec::new();
+    match &interval.now.info {
+        Snapshot::Valid(info) => {
+            group.tag = text_lossy(&info.tag).into_owned();
+            group.framework_type = i32::from(info.framework_type);
+            group.runtime_version = version_text(&info.runtime_version);
+            group.framework_version = version_text(&info.framework_version);
+            group.fal_version = version_text(&info.fal_version);
+        }
+        Snapshot::Empty => problems.push("no process-info record"),
+        Snapshot::Torn => problems.push("process-info record torn"),
+    }
+    match &interval.now.ext {
+        Snapshot::Valid(ext) => group.ext_tag = text_lossy(&ext.tag).into_owned(),
+        Snapshot::Empty => problems.push("no process-info-ext record"),
+        Snapshot::Torn => problems.push("process-info-ext record torn"),
+    }
+    group.error = problems.join("; ");
+    group
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_are_hyphenated() {
+        let bytes: Vec<u8> = (0..16).collect();
+        assert_eq!(uuid_text(&bytes), "00010203-0405-0607-0809-0a0b0c0d0e0f");
+    }
+
+    #[test]
+    fn utilization_flops_and_deltas() {
+        let mut before = SlabReading::zeroed();
+        let mut now = SlabReading::zeroed();
+        before.nc[1][NcCounter::InferCompleted.index()] = 10;
+        now.nc[1][NcCounter::InferCompleted.index()] = 25;
+        now.nc[1][NcCounter::TimeInUse.index()] = 500_000;
+        now.nc[1][NcCounter::MacCount.index()] = 1_000;
+        now.nc[1][NcCounter::InferenceCount.index()] = 4;
+        let interval = Interval {
+            now: &now,
+            before: &before,
+            seconds: 2.0,
+        };
+        let cores = neuroncore_counters(&interval);
+        let core = &cores.neuroncores_in_use["1"];
+        assert_eq!(core.neuroncore_utilization, 25.0);
+        assert_eq!(core.flops, 1_000.0);
+        assert_eq!(core.inferences, 4);
+        let stats = execution_stats(&interval, &LatencySamples::default());
+        assert_eq!(stats.execution_summary.completed, 15);
+        assert_eq!(stats.lifetime.execution_summary.completed, 25);
+        assert_eq!(stats.latency_stats.total_latency, None);
+        let counters = nds_counters(&interval);
+        let completed = counters.neuroncores["1"]["NDS_NC_COUNTER_INFER_COMPLETED"];
+        assert_eq!((completed.total, completed.delta), (25, 15));
+        assert!(!counters.neuroncores.contains_key("0"));
+    }
+}

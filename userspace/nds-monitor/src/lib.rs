@@ -1,0 +1,31 @@
+//! A neuron-monitor for the Neuron DataStore.
+//!
+//! The [`Monitor`] discovers every owned slab through the module's slot tables (or a directory
+//! of slab files), attaches read-only through the `nds` crate, and builds a
+//! [`MonitorDocument`] whenever a metric group of its [`Plan`] is due: neuron-monitor's runtime
+//! groups per process, with per-period deltas and lifetime totals, and the kernel's aggregated
+//! sysfs totals per device and core. A slab whose generation moves (its owner released it, or
+//! another process got it) is reported as such and its numbers are withheld.
+//!
+//! [`prometheus::render`] turns a report into the Prometheus text format and [`serve`] answers
+//! scrapes over HTTP.
+
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod document;
+pub mod error;
+pub mod groups;
+pub mod latency;
+pub mod monitor;
+pub mod prometheus;
+pub mod serve;
+pub mod snapshot;
+pub mod source;
+pub mod system;
+
+pub use config::Plan;
+pub use document::MonitorDocument;
+pub use error::{Error, Result};
+pub use monitor::Monitor;
+pub use source::{SlabSource, Source};

@@ -1,0 +1,263 @@
+//! The monitor over slab files written by in-process producers: lifetime totals equal what
+//! the producers wrote, deltas follow the periods, a slab whose generation moves is reported
+//! instead of mixed in, tag filters and per-group periods apply, and the system section holds
+//! the kernel's totals.
+
+mod common;
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
+
+use common::*;
+use nds_abi::layout::SLAB_GENERATION_OFFSET;
+use nds_monitor::config::ConfigFile;
+use nds_monitor::document::RuntimeEntry;
+use nds_monitor::{Monitor, MonitorDocument, Plan};
+use regex::Regex;
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn entry(document: &MonitorDocument, pid: i32) -> &RuntimeEntry {
+    document
+        .neuron_runtime_data
+        .iter()
+        .find(|entry| entry.pid == pid)
+        .unwrap_or_else(|| panic!("no entry for pid {pid} in {document:#?}"))
+}
+
+/// Every counter of the report appears in `nds_counters` with the same total, and nothing else.
+fn assert_totals_equal(entry: &RuntimeEntry, report: &nds_loadgen::ProducerReport) {
+    assert_eq!(entry.error, "");
+    let counters = entry.report.nds_counters.as_ref().expect("nds_counters");
+    for (core, values) in &report.nc_counters {
+        for (name, &value) in values {
+            let seen = counters.neuroncores.get(core).and_then(|c| c.get(name));
+            assert_eq!(seen.map_or(0, |v| v.total), value, "core {core} {name}");
+        }
+    }
+    for (core, values) in &counters.neuroncores {
+        for (name, value) in values {
+            assert_eq!(
+                value.total,
+                report.nc(core.parse().unwrap(), name),
+                "{name}"
+            );
+        }
+    }
+    for (name, value) in &counters.neuron_device {
+        assert_eq!(Some(&value.total), report.nd_counters.get(name), "{name}");
+    }
+    assert_eq!(
+        counters.neuron_device.len(),
+        report.nd_counters.values().filter(|&&v| v != 0).count()
+    );
+}
+
+#[test]
+fn lifetime_totals_equal_the_producers_reports() {
+    let scratch = Scratch::new("totals");
+    let t0 = Instant::now();
+    let mut monitor = scratch.monitor(t0);
+    let first = produce(&scratch.slabs(), 0, 4001, "alpha", 300);
+    let second = produce(
+        &scratch.slabs(),
+        1,
+        4002,
+        "beta-with-a-tag-longer-than-31-bytes",
+        500,
+    );
+    assert!(
+        monitor.poll(t0 + SECOND / 2).is_none(),
+        "nothing is due yet"
+    );
+    let document = monitor.poll(t0 + SECOND).expect("every group is due");
+    assert_eq!(document.neuron_runtime_data.len(), 2);
+    let alpha = entry(&document, 4001);
+    assert_eq!(alpha.neuron_runtime_tag, "alpha");
+    assert_totals_equal(alpha, &first);
+    let beta = entry(&document, 4002);
+    assert_eq!(
+        beta.neuron_runtime_tag,
+        "beta-with-a-tag-longer-than-31-bytes"
+    );
+    assert_eq!(beta.neuron_device_index, 1);
+    assert_totals_equal(beta, &second);
+
+    let stats = alpha.report.execution_stats.as_ref().unwrap();
+    assert_eq!(
+        stats.lifetime.execution_summary.completed,
+        first.statuses["NRT_SUCCESS"]
+    );
+    let memory = alpha.report.memory_used.as_ref().unwrap();
+    assert_eq!(memory.loaded_models.len(), first.loaded_models.len());
+    let info = beta.report.process_info.as_ref().unwrap();
+    assert_eq!(info.tag.len(), 31, "process-info keeps 31 bytes of the tag");
+    assert_eq!(info.runtime_version, "2.31.24");
+
+    // Nothing was written during the next period: deltas are zero, totals unchanged.
+    let document = monitor.poll(t0 + 2 * SECOND).unwrap();
+    let alpha = entry(&document, 4001);
+    assert_totals_equal(alpha, &first);
+    let counters = alpha.report.nds_counters.as_ref().unwrap();
+    assert!(counters
+        .neuroncores
+        .values()
+        .flat_map(|c| c.values())
+        .all(|v| v.delta == 0));
+    assert_eq!(alpha.report.execution_stats.as_ref().unwrap().period, 1.0);
+}
+
+#[test]
+fn a_reused_or_released_slab_is_reported_not_mixed() {
+    let scratch = Scratch::new("reuse");
+    let t0 = Instant::now();
+    let mut monitor = scratch.monitor(t0);
+    let path = slab_path(&scratch.slabs(), 0, 4100);
+    produce(&scratch.slabs(), 0, 4100, "first-owner", 100);
+    produce(&scratch.slabs(), 0, 4200, "other", 100);
+    let document = monitor.poll(t0 + SECOND).unwrap();
+    assert_eq!(entry(&document, 4100).error, "");
+
+    // The slab's generation moves to an odd value: another process owns it now.
+    let file = OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(&7u64.to_le_bytes(), SLAB_GENERATION_OFFSET as u64)
+        .unwrap();
+    let document = monitor.poll(t0 + 2 * SECOND).unwrap();
+    let gone = entry(&document, 4100);
+    assert!(gone.error.contains("slab reused"), "{}", gone.error);
+    assert!(gone.error.contains("generation 0 -> 7"), "{}", gone.error);
+    assert_eq!(
+        gone.report,
+        Default::default(),
+        "no numbers for a reused slab"
+    );
+    assert_eq!(entry(&document, 4200).error, "");
+
+    // Re-attached with the new generation, it is a process of its own again.
+    let document = monitor.poll(t0 + 3 * SECOND).unwrap();
+    let again = entry(&document, 4100);
+    assert_eq!((again.error.as_str(), again.generation), ("", Some(7)));
+
+    // The file disappears: released.
+    std::fs::remove_file(&path).unwrap();
+    let document = monitor.poll(t0 + 4 * SECOND).unwrap();
+    let released = entry(&document, 4100);
+    assert!(released.error.contains("released"), "{}", released.error);
+    let document = monitor.poll(t0 + 5 * SECOND).unwrap();
+    assert!(document.neuron_runtime_data.iter().all(|e| e.pid != 4100));
+}
+
+#[test]
+fn tag_filters_and_per_group_periods() {
+    let scratch = Scratch::new("config");
+    produce(&scratch.slabs(), 0, 4301, "serving-a", 50);
+    produce(&scratch.slabs(), 0, 4302, "batch-b", 50);
+    let config: ConfigFile = serde_json::from_str(
+        r#"{"period": "1s",
+            "neuron_runtimes": [{"tag_filter": "^serving-", "metrics": [
+                {"type": "execution_stats"}, {"type": "memory_used", "period": "2s"},
+                {"type": "neuron_runtime_vcpu_usage"}]}],
+            "system_metrics": [{"type": "neuron_counters", "period": "3s"}, {"type": "vcpu_usage"}]}"#,
+    )
+    .unwrap();
+    let plan = Plan::from_config(&config).unwrap();
+    assert_eq!(plan.ignored, ["neuron_runtime_vcpu_usage", "vcpu_usage"]);
+    let t0 = Instant::now();
+    let mut monitor = Monitor::new(scratch.source(), plan, t0);
+    assert!(monitor.poll(t0).is_none(), "attaches, nothing due");
+    let document = monitor.poll(t0 + SECOND).unwrap();
+    assert_eq!(
+        document.neuron_runtime_data.len(),
+        1,
+        "batch-b is filtered out"
+    );
+    let serving = &document.neuron_runtime_data[0].report;
+    assert!(serving.execution_stats.is_some() && serving.memory_used.is_none());
+    assert!(serving.nds_counters.is_none());
+    assert!(document.system_data.neuron_counters.is_none());
+    let document = monitor.poll(t0 + 2 * SECOND).unwrap();
+    let serving = &document.neuron_runtime_data[0].report;
+    assert_eq!(serving.memory_used.as_ref().unwrap().period, 2.0);
+    let document = monitor.poll(t0 + 3 * SECOND).unwrap();
+    assert_eq!(
+        document
+            .system_data
+            .neuron_counters
+            .as_ref()
+            .unwrap()
+            .period,
+        3.0
+    );
+
+    // --tag-filter narrows further.
+    let mut plan = Plan::everything(SECOND);
+    plan.tag_filter = Some(Regex::new("-b$").unwrap());
+    let mut monitor = Monitor::new(scratch.source(), plan, t0);
+    let document = monitor.poll(t0 + SECOND).unwrap();
+    let tags: Vec<_> = document
+        .neuron_runtime_data
+        .iter()
+        .map(|e| e.neuron_runtime_tag.as_str())
+        .collect();
+    assert_eq!(tags, ["batch-b"]);
+
+    for bad in [
+        r#"{"period": "soon"}"#,
+        r#"{"neuron_runtimes": [{"metrics": [{"type": "bogus"}]}]}"#,
+        r#"{"neuron_runtimes": [{"tag_filter": "("}]}"#,
+        r#"{"unknown": 1}"#,
+    ] {
+        let parsed = serde_json::from_str::<ConfigFile>(bad);
+        assert!(
+            parsed.is_err() || Plan::from_config(&parsed.unwrap()).is_err(),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn the_system_section_holds_the_kernels_totals_and_their_deltas() {
+    let scratch = Scratch::new("system");
+    scratch.sysfs(2, 2, 40, 3);
+    let t0 = Instant::now();
+    let mut monitor = scratch.monitor(t0);
+    let document = monitor.poll(t0 + SECOND).unwrap();
+    assert_eq!(document.neuron_hardware_info.neuron_device_count, 2);
+    assert_eq!(document.neuron_hardware_info.neuroncore_per_device_count, 2);
+    let system = document.system_data.neuron_counters.as_ref().unwrap();
+    assert_eq!(system.error, "");
+    assert_eq!(system.neuron_devices.len(), 2);
+    assert_eq!(system.neuron_devices[1].slots_owned, 3);
+    let core = &system.neuron_devices[0].neuroncores["1"];
+    assert_eq!(core.status.len(), 24);
+    assert_eq!(core.other_info.len(), 4);
+    assert_eq!(core.status["success"].total, 40);
+    scratch.sysfs(2, 2, 45, 0);
+    let document = monitor.poll(t0 + 2 * SECOND).unwrap();
+    let system = document.system_data.neuron_counters.as_ref().unwrap();
+    let success = system.neuron_devices[0].neuroncores["1"].status["success"];
+    assert_eq!((success.total, success.delta), (45, 5));
+}
+
+#[test]
+fn documents_validate_against_the_schema() {
+    let scratch = Scratch::new("schema");
+    scratch.sysfs(1, 2, 7, 1);
+    produce(&scratch.slabs(), 0, 4401, "schema-a", 200);
+    produce(&scratch.slabs(), 0, 4402, "schema-b", 20);
+    let t0 = Instant::now();
+    let mut monitor = scratch.monitor(t0);
+    let mut documents = vec![monitor.poll(t0 + SECOND).unwrap()];
+    std::fs::remove_file(slab_path(&scratch.slabs(), 0, 4402)).unwrap();
+    documents.push(monitor.poll(t0 + 2 * SECOND).unwrap());
+    assert!(documents[1]
+        .neuron_runtime_data
+        .iter()
+        .any(|e| !e.error.is_empty()));
+    let values: Vec<serde_json::Value> = documents
+        .iter()
+        .map(|d| serde_json::to_value(d).unwrap())
+        .collect();
+    validate(&values);
+}
