@@ -17,6 +17,7 @@ use crate::{
             NEURON_IOCTL_RELEASE_NEURON_DS, //
         },
         layout::SLAB_GENERATION_OFFSET,
+        metrics::METRIC_POST_SIZE,
         sysfs::SYSFS_COUNTERS,
     },
     edge::{
@@ -27,6 +28,11 @@ use crate::{
         SysfsNodeKind,
         SLAB_SIZE, //
     },
+    metrics::{
+        MetricsState,
+        SlabValues, //
+    },
+    metrics_worker::MetricsHandle,
     reader::read_nc_counter,
     slots::{
         SlotTable,
@@ -39,7 +45,11 @@ use crate::{
     },
 };
 use kernel::{
-    fs::File,
+    fs::{
+        File,
+        Kiocb, //
+    },
+    iov::IovIterDest,
     miscdevice::{
         MiscDevice,
         MiscDeviceRegistration, //
@@ -92,6 +102,7 @@ struct Inner {
     /// drops to zero (its last file is closed and unmapped, or it died).
     openers: KVec<(ARef<Task>, usize)>,
     totals: DeviceTotals,
+    metrics: MetricsState,
 }
 
 /// Everything one device's files, ioctls and sysfs nodes share.
@@ -133,6 +144,7 @@ impl DeviceState {
             slabs.push(SlabMemory::new_zeroed()?, GFP_KERNEL)?;
         }
         let totals = DeviceTotals::new(core_count)?;
+        let metrics = MetricsState::new(u32::try_from(index)?, core_count)?;
         // INVARIANT: 16 slabs, all zero, matching the never-used slots' generation 0.
         Arc::pin_init(
             try_pin_init!(Self {
@@ -143,6 +155,7 @@ impl DeviceState {
                     slots: SlotTable::new(),
                     openers: KVec::new(),
                     totals,
+                    metrics,
                 }),
             }),
             GFP_KERNEL,
@@ -174,6 +187,7 @@ impl DeviceState {
         inner
             .totals
             .add_slab(|core, index| read_nc_counter(slab, core, index));
+        inner.metrics.on_release(slab);
         slab.zero();
         let tick = CLEAR_TICK.fetch_add(1, Relaxed);
         let generation = inner.slots.clear(slot, tick)?;
@@ -187,6 +201,19 @@ impl DeviceState {
             Some(slot) => self.release_slot(inner, slot),
             None => Ok(()),
         }
+    }
+
+    /// Ends a metrics period of `elapsed_us` microseconds: posts every metric.
+    pub(crate) fn post_metrics(&self, elapsed_us: u64) -> Result {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let owned = inner
+            .slots
+            .iter()
+            .filter(|(_, slot)| slot.owner.is_some())
+            .filter_map(|(index, _)| self.slabs.get(index))
+            .map(|slab| slab as &dyn SlabValues);
+        inner.metrics.post(owned, elapsed_us)
     }
 
     /// The value a sysfs file shows.
@@ -467,6 +494,30 @@ impl MiscDevice for OpenFile {
         }
     }
 
+    /// Returns the metric posts from the file position on, whole [`MetricPost`]s only; the
+    /// position is the next sequence number wanted (0: from the oldest kept).
+    ///
+    /// [`MetricPost`]: crate::abi::metrics::MetricPost
+    fn read_iter(mut kiocb: Kiocb<'_, Self::Ptr>, iov: &mut IovIterDest<'_>) -> Result<usize> {
+        let max = iov.len() / METRIC_POST_SIZE;
+        if max == 0 {
+            return Err(EINVAL);
+        }
+        let device = kiocb.file().device.clone();
+        let from = u64::try_from(*kiocb.ki_pos_mut()).unwrap_or(0);
+        let posts = device.inner.lock().metrics.ring().read(from, max)?;
+        let mut copied = 0;
+        for post in posts.iter() {
+            let bytes = post.as_bytes();
+            if iov.copy_to_iter(bytes) != bytes.len() {
+                return if copied == 0 { Err(EFAULT) } else { Ok(copied) };
+            }
+            copied += bytes.len();
+            *kiocb.ki_pos_mut() = i64::try_from(post.seq + 1).unwrap_or(i64::MAX);
+        }
+        Ok(copied)
+    }
+
     fn mmap(me: Pin<&OpenFile>, _file: &File, vma: &VmaNew) -> Result {
         let slot = me.authorize_mapping(vma)?;
         vma.set_dontcopy();
@@ -480,30 +531,42 @@ impl MiscDevice for OpenFile {
     }
 }
 
-/// One registered device with its sysfs tree.
+/// One registered device with its metrics worker and sysfs tree.
 #[pin_data]
 pub(crate) struct NeuronDevice {
-    /// Declared first so that it is removed before the node is deregistered.
+    /// Declared first so that the worker stops before anything else goes away.
+    metrics: Option<MetricsHandle>,
+    /// Removed before the node is deregistered.
     sysfs: Option<SysfsTree>,
     #[pin]
     node: DeviceNode,
 }
 
 impl NeuronDevice {
-    /// Creates device `index` (`/dev/neuron<index>`) with `core_count` NeuronCores.
-    pub(crate) fn new(index: usize, core_count: usize) -> Result<Pin<KBox<Self>>> {
+    /// Creates device `index` (`/dev/neuron<index>`) with `core_count` NeuronCores, posting
+    /// metrics every `metrics_period_ms` (never if 0).
+    pub(crate) fn new(
+        index: usize,
+        core_count: usize,
+        metrics_period_ms: u32,
+    ) -> Result<Pin<KBox<Self>>> {
         let state = DeviceState::new(index, core_count)?;
         let name = CString::try_from_fmt(fmt!("neuron{index}"))?;
         let node_state = state.clone();
         let mut device = KBox::pin_init(
             try_pin_init!(Self {
+                metrics: None,
                 sysfs: None,
                 node <- DeviceNode::new(name, node_state),
             }),
             GFP_KERNEL,
         )?;
-        let tree = SysfsTree::build(&device.node, state, core_count)?;
+        let tree = SysfsTree::build(&device.node, state.clone(), core_count)?;
         *device.as_mut().project().sysfs = Some(tree);
+        if metrics_period_ms > 0 {
+            *device.as_mut().project().metrics =
+                Some(MetricsHandle::start(state, metrics_period_ms)?);
+        }
         Ok(device)
     }
 }

@@ -8,9 +8,12 @@
 //! `Page`'s contents (whose contract forbids racing writes, while userspace writes slabs
 //! concurrently). Each of those gaps is bridged here once, with its safety argument.
 
-use crate::device::{
-    DeviceState,
-    OpenFile, //
+use crate::{
+    device::{
+        DeviceState,
+        OpenFile, //
+    },
+    metrics_worker::MetricsWorker,
 };
 use core::ptr::{
     null,
@@ -38,6 +41,10 @@ use kernel::{
         Arc,
     },
     types::Opaque,
+    workqueue::{
+        DelayedWork,
+        Work, //
+    },
 };
 
 /// Bytes in one slab.
@@ -148,6 +155,26 @@ pub(crate) fn may_read_other_users() -> bool {
         .filter_map(|cap| c_int::try_from(cap).ok())
         // SAFETY: `capable` may be called from any process context with a capability number.
         .any(|cap| unsafe { bindings::capable(cap) })
+}
+
+/// Cancels `worker`'s delayed work and waits until it is neither pending nor running.
+///
+/// 7.3's workqueue abstraction has no cancel; a self-rearming work item must be cancelled
+/// before the module's code goes away.
+pub(crate) fn cancel_metrics_worker(worker: &Arc<MetricsWorker>) {
+    let field = core::ptr::from_ref::<DelayedWork<MetricsWorker>>(&worker.work);
+    // SAFETY: `field` points to an initialised `DelayedWork` that `worker` keeps alive.
+    let work = unsafe { Work::raw_get(DelayedWork::raw_as_work(field)) };
+    // SAFETY: the `work_struct` of a `DelayedWork` is the `work` field of its `delayed_work`.
+    let dwork = unsafe { kernel::container_of!(work, bindings::delayed_work, work) };
+    // SAFETY: `dwork` is an initialised delayed work that outlives this call (we hold `worker`).
+    let was_pending = unsafe { bindings::cancel_delayed_work_sync(dwork) };
+    if was_pending {
+        // SAFETY: enqueueing an `Arc` work item hands the queue one reference made with
+        // `Arc::into_raw`; the work was pending and is now cancelled, so `run` will never take
+        // that reference back, and it is ours to drop.
+        drop(unsafe { Arc::from_raw(Arc::as_ptr(worker)) });
+    }
 }
 
 /// A registered device node together with its name and the device state its files use.

@@ -36,10 +36,14 @@ use kernel::prelude::*;
 pub mod abi;
 mod device;
 mod edge;
+mod metrics;
+mod metrics_worker;
+mod post_ring;
 mod reader;
 mod slots;
 mod sysfs;
 mod totals;
+mod version_history;
 
 module! {
     type: NeuronDsModule,
@@ -55,6 +59,10 @@ module! {
         cores_per_device: u32 {
             default: 2,
             description: "NeuronCores per device whose counters are aggregated, 1 to 16",
+        },
+        metrics_period_ms: u32 {
+            default: 150000,
+            description: "Metrics posting period in milliseconds (0: no metrics worker)",
         },
     },
 }
@@ -80,7 +88,12 @@ impl kernel::Module for NeuronDsModule {
         let core_count = usize::try_from(core_count)?;
         let mut devices = KVec::new();
         for index in 0..usize::try_from(device_count)? {
-            devices.push(device::NeuronDevice::new(index, core_count)?, GFP_KERNEL)?;
+            let device = device::NeuronDevice::new(
+                index,
+                core_count,
+                module_parameters::metrics_period_ms.value(),
+            )?;
+            devices.push(device, GFP_KERNEL)?;
         }
         Ok(Self { _devices: devices })
     }

@@ -71,7 +71,9 @@ fi
 
 step "QEMU: insmod + KUnit + guest tests ($variant)"
 kdir="$(bash qemu/kernel.sh --dir "$variant")"
-bash qemu/initramfs.sh "$results/initramfs.cpio.gz" "build/module-$variant/rust/neuron_ds.ko" "$work"
+# A short metrics period so that the metrics test sees several periods.
+bash qemu/initramfs.sh "$results/initramfs.cpio.gz" "build/module-$variant/rust/neuron_ds.ko" "$work" \
+    metrics_period_ms=400
 boot_status=0
 bash qemu/boot.sh "$kdir" "$results/initramfs.cpio.gz" "$results/console.log" || boot_status=$?
 

@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The metrics path: per-period posts keyed by CloudWatch metric id.
+//!
+//! For counter metrics the posted value is `current + freed - previous`: `current` sums every
+//! slab owned at posting time over the device's cores, `freed` sums what each slab released
+//! since the last post held at its release, and `previous` is the last post's `current`.
+//! Values of zero or less are not posted. Then `previous = current` and `freed = 0`. A count
+//! is therefore posted once: while its slab is owned through `current`, and after a release
+//! through `freed`, which exactly replaces the part that left `current`.
+//!
+//! Utilization posts the same delta of `NC_COUNTER_TIME_IN_USE` as a percentage of the period
+//! over the device's cores. The original's kernel comment calls that counter picoseconds, its
+//! sysfs guide microseconds; this module takes microseconds, the unit users see in sysfs.
+
+use crate::{
+    abi::{
+        counters::NdCounter,
+        layout::nd_counter_offset,
+        metrics::{
+            MetricDef,
+            MetricKind,
+            MetricPost,
+            VersionField,
+            VersionRank,
+            VersionWord,
+            METRIC_COUNT,
+            METRIC_DEFS,
+            METRIC_VALUE_SIZE, //
+        },
+    },
+    edge::SlabMemory,
+    post_ring::PostRing,
+    reader::read_nc_counter,
+    version_history::VersionHistory,
+};
+use kernel::{
+    prelude::*,
+    str::CString, //
+};
+
+/// What the metrics path reads from a slab.
+pub(crate) trait SlabValues {
+    /// Counter `index` of NeuronCore `core`.
+    fn nc(&self, core: usize, index: usize) -> u64;
+    /// ND counter `counter`.
+    fn nd(&self, counter: NdCounter) -> u64;
+}
+
+impl SlabValues for SlabMemory {
+    fn nc(&self, core: usize, index: usize) -> u64 {
+        read_nc_counter(self, core, index)
+    }
+
+    fn nd(&self, counter: NdCounter) -> u64 {
+        nd_counter_offset(counter.index()).map_or(0, |offset| self.load(offset))
+    }
+}
+
+/// The three ND version counters, in `VersionHistory` order.
+const VERSION_SOURCES: [NdCounter; 3] = [
+    NdCounter::RuntimeVersion,
+    NdCounter::FrameworkVersion,
+    NdCounter::FalVersion,
+];
+
+/// The metrics state of one device, guarded by the device mutex.
+pub(crate) struct MetricsState {
+    device: u32,
+    core_count: usize,
+    period: u64,
+    previous: [u64; METRIC_COUNT],
+    freed: [u64; METRIC_COUNT],
+    versions: [VersionHistory; 3],
+    /// Bitmap and constant metrics: what the period's slabs showed, by metric index.
+    seen: [Option<u64>; METRIC_COUNT],
+    ring: PostRing,
+}
+
+impl MetricsState {
+    /// A device's state before its first period.
+    pub(crate) fn new(device: u32, core_count: usize) -> Result<Self> {
+        Ok(Self {
+            device,
+            core_count,
+            period: 0,
+            previous: [0; METRIC_COUNT],
+            freed: [0; METRIC_COUNT],
+            versions: Default::default(),
+            seen: [None; METRIC_COUNT],
+            ring: PostRing::new()?,
+        })
+    }
+
+    /// The posts, for `read()` on the device.
+    pub(crate) fn ring(&self) -> &PostRing {
+        &self.ring
+    }
+
+    /// A counter or utilization metric's value in `slab`, summed over the device's cores.
+    fn sample(&self, def: &MetricDef, slab: &dyn SlabValues) -> Option<u64> {
+        let index = match def.kind {
+            MetricKind::Counter(source) => source.index(),
+            MetricKind::Utilization => crate::abi::counters::NcCounter::TimeInUse.index(),
+            _ => return None,
+        };
+        Some((0..self.core_count).fold(0u64, |sum, core| sum.wrapping_add(slab.nc(core, index))))
+    }
+
+    /// Records the non-counter metrics of a slab seen this period.
+    fn observe(&mut self, slab: &dyn SlabValues) {
+        for (history, source) in self.versions.iter_mut().zip(VERSION_SOURCES) {
+            history.observe(slab.nd(source));
+        }
+        for (seen, def) in self.seen.iter_mut().zip(METRIC_DEFS.iter()) {
+            match def.kind {
+                MetricKind::Bitmap(source) => *seen = Some(seen.unwrap_or(0) | slab.nd(source)),
+                MetricKind::Constant(source, _) => *seen = Some(slab.nd(source)),
+                _ => {}
+            }
+        }
+    }
+
+    /// A slab is being released: what it counted moves to `freed`.
+    pub(crate) fn on_release(&mut self, slab: &dyn SlabValues) {
+        for index in 0..METRIC_COUNT {
+            let value = METRIC_DEFS
+                .get(index)
+                .and_then(|def| self.sample(def, slab));
+            if let (Some(value), Some(freed)) = (value, self.freed.get_mut(index)) {
+                *freed = freed.wrapping_add(value);
+            }
+        }
+        self.observe(slab);
+    }
+
+    /// Ends a period of `elapsed_us` microseconds with `owned` the slabs owned now: posts
+    /// every metric that has something to say into the ring.
+    pub(crate) fn post<'a>(
+        &mut self,
+        owned: impl Iterator<Item = &'a dyn SlabValues>,
+        elapsed_us: u64,
+    ) -> Result {
+        let mut current = [0u64; METRIC_COUNT];
+        for slab in owned {
+            for (sum, def) in current.iter_mut().zip(METRIC_DEFS.iter()) {
+                if let Some(value) = self.sample(def, slab) {
+                    *sum = sum.wrapping_add(value);
+                }
+            }
+            self.observe(slab);
+        }
+        self.period += 1;
+        let cores_us = elapsed_us.saturating_mul(u64::try_from(self.core_count)?);
+        for (index, def) in METRIC_DEFS.iter().enumerate() {
+            let (now, freed, previous) = (
+                current.get(index).copied().unwrap_or(0),
+                self.freed.get(index).copied().unwrap_or(0),
+                self.previous.get(index).copied().unwrap_or(0),
+            );
+            // Exact in 128 bits: the sum of two u64 minus a u64 cannot overflow.
+            let delta = i128::from(now) + i128::from(freed) - i128::from(previous);
+            let text = match def.kind {
+                MetricKind::Counter(_) if delta > 0 => Some(decimal(delta)?),
+                MetricKind::Utilization if delta > 0 && cores_us > 0 => {
+                    // No 128-bit division in the kernel: the busy time fits a u64 anyway.
+                    let busy_us = u64::try_from(delta).unwrap_or(u64::MAX);
+                    Some(decimal(i128::from(busy_us.saturating_mul(100) / cores_us))?)
+                }
+                MetricKind::Version(source, rank, field) => {
+                    self.version_text(source, rank, field)?
+                }
+                MetricKind::Bitmap(_) => match self.seen.get(index).copied().flatten() {
+                    Some(bits) if bits != 0 => Some(decimal(i128::from(bits))?),
+                    _ => None,
+                },
+                MetricKind::Constant(_, skip_zero) => match self.seen.get(index).copied().flatten()
+                {
+                    Some(value) if !(skip_zero && value == 0) => Some(decimal(i128::from(value))?),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(text) = text {
+                self.push(def.cw_id, &text);
+            }
+        }
+        self.previous = current;
+        self.freed = [0; METRIC_COUNT];
+        self.seen = [None; METRIC_COUNT];
+        for history in self.versions.iter_mut() {
+            history.clear();
+        }
+        Ok(())
+    }
+
+    fn version_text(
+        &self,
+        source: NdCounter,
+        rank: VersionRank,
+        field: VersionField,
+    ) -> Result<Option<CString>> {
+        let history = VERSION_SOURCES
+            .iter()
+            .position(|s| *s == source)
+            .and_then(|i| self.versions.get(i));
+        let rank = match rank {
+            VersionRank::First => 0,
+            VersionRank::Second => 1,
+        };
+        let Some(word) = history.and_then(|h| h.ranked(rank)) else {
+            return Ok(None);
+        };
+        let version = VersionWord::from_word(word);
+        let text = match field {
+            VersionField::Version => CString::try_from_fmt(fmt!(
+                "{}.{}.{}",
+                version.major,
+                version.minor,
+                version.build
+            ))?,
+            VersionField::FrameworkType => {
+                CString::try_from_fmt(fmt!("{}", version.reserved % 10))?
+            }
+        };
+        Ok(Some(text))
+    }
+
+    fn push(&mut self, cw_id: u8, text: &CStr) {
+        let bytes = text.to_bytes();
+        let len = bytes.len().min(METRIC_VALUE_SIZE);
+        let mut value = [0u8; METRIC_VALUE_SIZE];
+        if let (Some(dst), Some(src)) = (value.get_mut(..len), bytes.get(..len)) {
+            dst.copy_from_slice(src);
+        }
+        self.ring.push(MetricPost {
+            seq: 0,
+            period: self.period,
+            device: self.device,
+            cw_id,
+            len: u8::try_from(len).unwrap_or(0),
+            reserved: [0; 2],
+            value,
+        });
+    }
+}
+
+fn decimal(value: i128) -> Result<CString> {
+    CString::try_from_fmt(fmt!("{value}"))
+}
+
+#[kunit_tests(neuron_ds_metrics)]
+mod tests {
+    use super::*;
+    use crate::abi::{
+        counters::NcCounter,
+        metrics::metric_def, //
+    };
+
+    /// A synthetic slab: NC counter values by (core, index), ND counters by index.
+    #[derive(Clone, Copy, Default)]
+    struct Fake {
+        nc: [(usize, usize, u64); 4],
+        nd: [u64; 14],
+    }
+
+    impl SlabValues for Fake {
+        fn nc(&self, core: usize, index: usize) -> u64 {
+            self.nc
+                .iter()
+                .filter(|(c, i, _)| *c == core && *i == index)
+                .map(|(_, _, v)| *v)
+                .sum()
+        }
+
+        fn nd(&self, counter: NdCounter) -> u64 {
+            self.nd.get(counter.index()).copied().unwrap_or(0)
+        }
+    }
+
+    fn successes(core: usize, count: u64) -> Fake {
+        Fake {
+            nc: [
+                (core, NcCounter::InferCompleted.index(), count),
+                (0, 0, 0),
+                (0, 0, 0),
+                (0, 0, 0),
+            ],
+            ..Fake::default()
+        }
+    }
+
+    /// Ends a period and returns the values posted for `cw_id`.
+    fn post_and_read(
+        state: &mut MetricsState,
+        owned: &[Fake],
+        cw_id: u8,
+    ) -> Result<KVec<KVec<u8>>> {
+        let from = state
+            .ring
+            .read(0, usize::MAX)?
+            .last()
+            .map_or(1, |p| p.seq + 1);
+        state.post(owned.iter().map(|f| f as &dyn SlabValues), 1_000_000)?;
+        let mut values = KVec::new();
+        for post in state
+            .ring
+            .read(from, usize::MAX)?
+            .iter()
+            .filter(|p| p.cw_id == cw_id)
+        {
+            let mut value = KVec::new();
+            value.extend_from_slice(post.value_bytes(), GFP_KERNEL)?;
+            values.push(value, GFP_KERNEL)?;
+        }
+        Ok(values)
+    }
+
+    const OK: u8 = 200;
+
+    #[test]
+    fn deltas_are_posted_once_across_releases_between_periods() -> Result {
+        let mut state = MetricsState::new(0, 2)?;
+        // Period 1: A has 10 on core 0, B 5 on core 1.
+        let mut a = successes(0, 10);
+        let b = successes(1, 5);
+        assert_eq!(&post_and_read(&mut state, &[a, b], OK)?[0][..], b"15");
+        // Period 2: A grows to 14 and is released; B grows to 7 and stays; C appears with 1.
+        a.nc[0].2 = 14;
+        state.on_release(&a);
+        let b = successes(1, 7);
+        let c = successes(0, 1);
+        // 4 more from A, 2 more from B, 1 from C.
+        assert_eq!(&post_and_read(&mut state, &[b, c], OK)?[0][..], b"7");
+        // Period 3: nothing changes: nothing is posted.
+        assert_eq!(post_and_read(&mut state, &[b, c], OK)?.len(), 0);
+        // Period 4: both released without counting more: nothing new is posted either.
+        state.on_release(&b);
+        state.on_release(&c);
+        assert_eq!(post_and_read(&mut state, &[], OK)?.len(), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn a_slab_acquired_and_released_within_one_period_is_counted() -> Result {
+        let mut state = MetricsState::new(0, 1)?;
+        state.on_release(&successes(0, 9));
+        assert_eq!(&post_and_read(&mut state, &[], OK)?[0][..], b"9");
+        Ok(())
+    }
+
+    #[test]
+    fn only_the_devices_cores_count() -> Result {
+        let mut state = MetricsState::new(0, 2)?;
+        assert_eq!(
+            &post_and_read(&mut state, &[successes(0, 1), successes(5, 100)], OK)?[0][..],
+            b"1"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn versions_post_the_two_most_used_and_the_framework_type() -> Result {
+        let mut state = MetricsState::new(0, 1)?;
+        let word = |major: u64, minor: u64, build: u64, kind: u64| {
+            (kind << 48) | (major << 40) | (minor << 32) | build
+        };
+        let mut slabs = [Fake::default(); 3];
+        slabs[0].nd[1] = word(2, 5, 77, 13);
+        slabs[1].nd[1] = word(2, 5, 77, 13);
+        slabs[2].nd[1] = word(1, 9, 3, 2);
+        assert_eq!(&post_and_read(&mut state, &slabs, 190)?[0][..], b"2.5.77");
+        assert_eq!(metric_def(191).map(|d| d.name), Some("FW_TYPE_0"));
+        let mut state = MetricsState::new(0, 1)?;
+        assert_eq!(&post_and_read(&mut state, &slabs, 191)?[0][..], b"3");
+        let mut state = MetricsState::new(0, 1)?;
+        assert_eq!(&post_and_read(&mut state, &slabs, 192)?[0][..], b"1.9.3");
+        // No slab reported a runtime version: nothing is posted for it.
+        let mut state = MetricsState::new(0, 1)?;
+        assert_eq!(post_and_read(&mut state, &slabs, 180)?.len(), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn the_feature_bitmap_is_ored_over_owned_and_released_slabs() -> Result {
+        let mut state = MetricsState::new(0, 1)?;
+        let mut released = Fake::default();
+        released.nd[3] = 0b01;
+        state.on_release(&released);
+        let mut owned = Fake::default();
+        owned.nd[3] = 0b10;
+        assert_eq!(&post_and_read(&mut state, &[owned], 250)?[0][..], b"3");
+        Ok(())
+    }
+
+    #[test]
+    fn the_cluster_id_skips_zero_and_agg_neff_id_does_not() -> Result {
+        let mut state = MetricsState::new(0, 1)?;
+        let zero = Fake::default();
+        assert_eq!(post_and_read(&mut state, &[zero], 252)?.len(), 0);
+        assert_eq!(&post_and_read(&mut state, &[zero], 80)?[0][..], b"0");
+        let mut set = Fake::default();
+        set.nd[12] = 42;
+        assert_eq!(&post_and_read(&mut state, &[set], 252)?[0][..], b"42");
+        // With no slab at all in a period, constants are not posted.
+        assert_eq!(post_and_read(&mut state, &[], 252)?.len(), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn utilization_is_busy_time_over_the_period_and_the_cores() -> Result {
+        let mut state = MetricsState::new(0, 2)?;
+        // 1 s period, 2 cores: 500,000 us busy on one core is 25 %.
+        let busy = Fake {
+            nc: [
+                (0, NcCounter::TimeInUse.index(), 500_000),
+                (0, 0, 0),
+                (0, 0, 0),
+                (0, 0, 0),
+            ],
+            ..Fake::default()
+        };
+        assert_eq!(&post_and_read(&mut state, &[busy], 90)?[0][..], b"25");
+        Ok(())
+    }
+}

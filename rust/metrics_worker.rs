@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The periodic worker that ends a metrics period on one device.
+
+use crate::{
+    device::DeviceState,
+    edge, //
+};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{
+            ordering::Relaxed,
+            AtomicFlag, //
+        },
+        Arc, Mutex,
+    },
+    time::{
+        msecs_to_jiffies,
+        Instant,
+        Jiffies,
+        Monotonic, //
+    },
+    workqueue::{
+        self,
+        impl_has_delayed_work,
+        new_delayed_work,
+        DelayedWork,
+        WorkItem, //
+    },
+};
+
+/// Posts one device's metrics every period, re-arming itself until stopped.
+#[pin_data]
+pub(crate) struct MetricsWorker {
+    device: Arc<DeviceState>,
+    period: Jiffies,
+    /// Set once, when the device goes away: the worker must not re-arm after that.
+    stopping: AtomicFlag,
+    #[pin]
+    last_post: Mutex<Instant<Monotonic>>,
+    #[pin]
+    pub(crate) work: DelayedWork<MetricsWorker>,
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self> for MetricsWorker { self.work }
+}
+
+impl WorkItem for MetricsWorker {
+    type Pointer = Arc<MetricsWorker>;
+
+    fn run(this: Arc<MetricsWorker>) {
+        let elapsed_us = {
+            let mut last = this.last_post.lock();
+            let elapsed = last.elapsed().as_nanos() / 1000;
+            *last = Instant::now();
+            u64::try_from(elapsed).unwrap_or(0)
+        };
+        if let Err(err) = this.device.post_metrics(elapsed_us) {
+            pr_err!("posting metrics failed: {err:?}\n");
+        }
+        if !this.stopping.load(Relaxed) {
+            let period = this.period;
+            // An error means the work is being cancelled; the reference is dropped then.
+            let _ = workqueue::system().enqueue_delayed(this, period);
+        }
+    }
+}
+
+/// Owns a running worker; dropping it stops the worker and waits for it.
+pub(crate) struct MetricsHandle {
+    worker: Arc<MetricsWorker>,
+}
+
+impl MetricsHandle {
+    /// Starts posting `device`'s metrics every `period_ms` milliseconds.
+    pub(crate) fn start(device: Arc<DeviceState>, period_ms: u32) -> Result<Self> {
+        let period = msecs_to_jiffies(period_ms);
+        let worker = Arc::pin_init(
+            try_pin_init!(MetricsWorker {
+                device,
+                period,
+                stopping: AtomicFlag::new(false),
+                last_post <- new_mutex!(Instant::now()),
+                work <- new_delayed_work!("neuron_ds::metrics"),
+            }),
+            GFP_KERNEL,
+        )?;
+        workqueue::system()
+            .enqueue_delayed(worker.clone(), period)
+            .map_err(|_| EBUSY)?;
+        Ok(Self { worker })
+    }
+}
+
+impl Drop for MetricsHandle {
+    fn drop(&mut self) {
+        self.worker.stopping.store(true, Relaxed);
+        edge::cancel_metrics_worker(&self.worker);
+    }
+}

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The bounded ring of metric posts of one device, read back by sequence number.
+
+use crate::abi::metrics::MetricPost;
+use kernel::prelude::*;
+
+/// Posts kept per device: ten periods of every metric with room to spare.
+pub(crate) const RING_CAPACITY: usize = 512;
+
+/// Posts in sequence order; the oldest are dropped when it is full.
+///
+/// # Invariants
+///
+/// `posts` has [`RING_CAPACITY`] entries; the post with sequence number `s` (for
+/// `oldest <= s < next`) is at index `s % RING_CAPACITY`, and `next - oldest <=
+/// RING_CAPACITY`.
+pub(crate) struct PostRing {
+    posts: KVec<MetricPost>,
+    oldest: u64,
+    next: u64,
+}
+
+fn index_of(seq: u64) -> usize {
+    // CAST-free: the modulo keeps the value below `RING_CAPACITY`, which fits a `usize`.
+    usize::try_from(seq % RING_CAPACITY as u64).unwrap_or(0)
+}
+
+impl PostRing {
+    /// An empty ring; the first post gets sequence number 1.
+    pub(crate) fn new() -> Result<Self> {
+        let empty = MetricPost {
+            seq: 0,
+            period: 0,
+            device: 0,
+            cw_id: 0,
+            len: 0,
+            reserved: [0; 2],
+            value: [0; crate::abi::metrics::METRIC_VALUE_SIZE],
+        };
+        let posts = KVec::from_elem(empty, RING_CAPACITY, GFP_KERNEL)?;
+        Ok(Self {
+            posts,
+            oldest: 1,
+            next: 1,
+        })
+    }
+
+    /// Appends `post`, stamping its sequence number; drops the oldest post if full.
+    pub(crate) fn push(&mut self, mut post: MetricPost) {
+        post.seq = self.next;
+        if let Some(slot) = self.posts.get_mut(index_of(self.next)) {
+            *slot = post;
+        }
+        self.next += 1;
+        if self.next - self.oldest > RING_CAPACITY as u64 {
+            self.oldest += 1;
+        }
+    }
+
+    /// Up to `max` posts from sequence number `from` on (or from the oldest kept, if `from`
+    /// was dropped already); a reader sees a gap in `seq` when it was too slow.
+    pub(crate) fn read(&self, from: u64, max: usize) -> Result<KVec<MetricPost>> {
+        let mut out = KVec::new();
+        let mut seq = from.max(self.oldest);
+        while seq < self.next && out.len() < max {
+            if let Some(post) = self.posts.get(index_of(seq)) {
+                out.push(*post, GFP_KERNEL)?;
+            }
+            seq += 1;
+        }
+        Ok(out)
+    }
+}
+
+#[kunit_tests(neuron_ds_post_ring)]
+mod tests {
+    use super::*;
+
+    fn post(cw_id: u8) -> MetricPost {
+        MetricPost {
+            seq: 0,
+            period: 1,
+            device: 0,
+            cw_id,
+            len: 0,
+            reserved: [0; 2],
+            value: [0; crate::abi::metrics::METRIC_VALUE_SIZE],
+        }
+    }
+
+    #[test]
+    fn posts_come_back_in_order_with_sequence_numbers() -> Result {
+        let mut ring = PostRing::new()?;
+        for cw_id in 1..=3 {
+            ring.push(post(cw_id));
+        }
+        let read = ring.read(0, 10)?;
+        assert_eq!(read.len(), 3);
+        assert_eq!((read[0].seq, read[0].cw_id), (1, 1));
+        assert_eq!((read[2].seq, read[2].cw_id), (3, 3));
+        assert_eq!(ring.read(3, 10)?.len(), 1);
+        assert_eq!(ring.read(4, 10)?.len(), 0);
+        assert_eq!(ring.read(1, 2)?.len(), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn a_full_ring_drops_the_oldest_and_a_slow_reader_sees_the_gap() -> Result {
+        let mut ring = PostRing::new()?;
+        let total = RING_CAPACITY as u64 + 10;
+        for n in 0..total {
+            ring.push(post(u8::try_from(n % 200)?));
+        }
+        let read = ring.read(1, RING_CAPACITY + 10)?;
+        assert_eq!(read.len(), RING_CAPACITY);
+        // Posts 1..=10 were dropped although the reader asked for 1.
+        assert_eq!(read[0].seq, 11);
+        assert_eq!(read[RING_CAPACITY - 1].seq, total);
+        Ok(())
+    }
+}

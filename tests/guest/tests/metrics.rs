@@ -1,0 +1,89 @@
+//! The metrics path end to end: over several periods, the posted deltas of each CloudWatch
+//! id add up to exactly what the producers wrote, whether they released mid-period, exited
+//! or were killed. Needs the module loaded with a short `metrics_period_ms`.
+
+use nds_abi::metrics::{MetricPost, METRIC_POST_SIZE};
+use neuron_ds_guest_tests::{Producer, DEVICE};
+use std::{collections::BTreeMap, fs, io::Read, thread, time::Duration};
+use zerocopy::FromBytes;
+
+/// The period the guest loaded the module with (the harness's /module.params).
+fn period() -> Duration {
+    let params = fs::read_to_string("/module.params").unwrap_or_default();
+    let ms: u64 = params
+        .split_whitespace()
+        .find_map(|p| p.strip_prefix("metrics_period_ms="))
+        .expect("the module must be loaded with metrics_period_ms")
+        .parse()
+        .unwrap();
+    assert!(ms > 0 && ms <= 2000, "the guest must load the module with a short period");
+    Duration::from_millis(ms)
+}
+
+/// Every post not read yet from `device`, in order.
+fn read_posts(device: &mut fs::File) -> Vec<MetricPost> {
+    let mut posts = Vec::new();
+    let mut buf = vec![0u8; 64 * METRIC_POST_SIZE];
+    loop {
+        let n = device.read(&mut buf).unwrap();
+        if n == 0 {
+            return posts;
+        }
+        assert_eq!(n % METRIC_POST_SIZE, 0, "reads return whole posts");
+        for chunk in buf[..n].chunks_exact(METRIC_POST_SIZE) {
+            posts.push(MetricPost::read_from_bytes(chunk).unwrap());
+        }
+    }
+}
+
+/// Sum of the posted values per CloudWatch id.
+fn sums(posts: &[MetricPost], ids: &[u8]) -> BTreeMap<u8, u64> {
+    let mut sums = BTreeMap::new();
+    for post in posts.iter().filter(|p| ids.contains(&p.cw_id)) {
+        let value: u64 = std::str::from_utf8(post.value_bytes()).unwrap().parse().unwrap();
+        *sums.entry(post.cw_id).or_default() += value;
+    }
+    sums
+}
+
+#[test]
+fn posted_deltas_add_up_to_what_producers_wrote() {
+    let period = period();
+    let mut stream = fs::File::open(DEVICE).unwrap();
+    // Let every earlier test's releases be posted, then start from the current end.
+    thread::sleep(period * 2);
+    let drained = read_posts(&mut stream);
+    let mut last_seq = drained.last().map_or(0, |p| p.seq);
+
+    // (core, NC index, value): success is cw 200, timeout cw 205, EXT 40 cw 229.
+    let a = Producer::start(DEVICE, &[(0, 1, 10), (1, 4, 2)]).unwrap();
+    let b = Producer::start(DEVICE, &[(1, 1, 100), (0, 40, 7)]).unwrap();
+    thread::sleep(period * 2); // posted while owned
+    a.release_and_exit(); // released after its counts were posted: no double count
+    let c = Producer::start(DEVICE, &[(0, 1, 1000), (0, 4, 30)]).unwrap();
+    c.release_and_exit(); // acquired and released within one period
+    let d = Producer::start(DEVICE, &[(1, 1, 5000)]).unwrap();
+    thread::sleep(period + period / 2);
+    d.kill();
+    b.exit();
+    thread::sleep(period * 2);
+
+    let posts = read_posts(&mut stream);
+    for post in &posts {
+        assert_eq!(post.seq, last_seq + 1, "no post was dropped");
+        last_seq = post.seq;
+    }
+    let periods: std::collections::BTreeSet<u64> = posts.iter().map(|p| p.period).collect();
+    println!("{} posts over {} periods", posts.len(), periods.len());
+    assert!(periods.len() >= 3, "the counts were spread over several periods");
+    let expected = BTreeMap::from([(200u8, 6110u64), (205, 32), (229, 7)]);
+    assert_eq!(sums(&posts, &[200, 205, 229]), expected);
+}
+
+#[test]
+fn reads_smaller_than_one_post_are_refused() {
+    let mut stream = fs::File::open(DEVICE).unwrap();
+    let mut small = [0u8; METRIC_POST_SIZE - 1];
+    let err = stream.read(&mut small).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EINVAL));
+}
