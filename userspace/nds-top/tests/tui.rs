@@ -1,0 +1,157 @@
+//! The top view in an 80×24 terminal (ratatui's test backend) over slab files written by
+//! in-process producers, and the keys that move through it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nds::{Backend, Datastore};
+use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
+use nds_loadgen::workload::Workload;
+use nds_loadgen::{Recorder, StatusMix, Tally};
+use nds_monitor::{Monitor, MonitorDocument, Plan, SlabSource, Source};
+use nds_sysfs::SysfsRoot;
+use nds_top::{render_text, App};
+use ratatui::crossterm::event::KeyCode;
+
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn produce(dir: &Path, pid: i32, tag: &str, count: u64) {
+    let path = dir.join(format!("neuron0-{pid}.slab"));
+    let store = Datastore::open(&Backend::file(&path), 0).unwrap();
+    let tally = Tally::new();
+    let spec = ProducerSpec {
+        tag: tag.to_owned(),
+        device: 0,
+        source: LoadgenSource::Directory(dir.to_path_buf()),
+        cores: 2,
+        length: StreamLength::Count(count),
+        rate: 0,
+        mix: nds_loadgen::mix::DEFAULT_MIX.to_owned(),
+        seed: 3,
+        crash: false,
+        hold: false,
+        explicit_release: true,
+        report: dir.join("unused.json"),
+    };
+    let mut workload = Workload::start(
+        Recorder::new(&store, &tally),
+        &tally,
+        &spec,
+        StatusMix::default(),
+        pid,
+    )
+    .unwrap();
+    workload.run(spec.length, 0, false).unwrap();
+}
+
+/// A report of two processes, the second one mid-stream during the period.
+fn document() -> (Scratch, MonitorDocument) {
+    let scratch = Scratch(std::env::temp_dir().join(format!("nds-top-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&scratch.0);
+    std::fs::create_dir_all(&scratch.0).unwrap();
+    produce(&scratch.0, 6001, "serving-a", 120);
+    let source = Source {
+        slabs: SlabSource::Files {
+            dir: scratch.0.clone(),
+        },
+        sysfs: SysfsRoot::new(scratch.0.join("no-sysfs")),
+    };
+    let t0 = Instant::now();
+    let mut monitor = Monitor::new(source, Plan::everything(Duration::from_secs(1)), t0);
+    let _ = monitor.poll(t0);
+    produce(&scratch.0, 6002, "batch-b", 300);
+    let document = monitor.report_all(t0 + Duration::from_secs(1));
+    (scratch, document)
+}
+
+fn screen(app: &App) -> String {
+    let text = render_text(app, 80, 24);
+    assert_eq!(text.lines().count(), 24);
+    for line in text.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    text
+}
+
+#[test]
+fn renders_every_section_in_80_by_24() {
+    let (_scratch, document) = document();
+    let app = App::new(document);
+    let text = screen(&app);
+    for expected in [
+        "nds-top",
+        "2 processes",
+        "NeuronCore utilization",
+        "Executions",
+        "Memory",
+        "Models",
+        "host total",
+        "device total",
+        "1:all",
+        "2:serving-a",
+        "3:batch-b",
+        "nd0:nc0 6001",
+        "nd0:nc1 6002",
+    ] {
+        assert!(text.contains(expected), "{expected:?} missing from\n{text}");
+    }
+}
+
+#[test]
+fn keys_switch_tabs_and_fold_the_tree() {
+    let (_scratch, document) = document();
+    let mut app = App::new(document);
+    app.handle_key(KeyCode::Char('3'));
+    assert_eq!(app.tab, 2);
+    let text = screen(&app);
+    assert!(
+        text.contains("nd0:nc0 ") && !text.contains("6001"),
+        "{text}"
+    );
+    app.handle_key(KeyCode::Char('d'));
+    assert_eq!(app.tab, 0, "d wraps to the all tab");
+    app.handle_key(KeyCode::Char('a'));
+    assert_eq!(app.tab, 2, "a wraps back to the last tab");
+    app.handle_key(KeyCode::Char('a'));
+    assert_eq!(app.tab, 1);
+    app.handle_key(KeyCode::Char('9'));
+    assert_eq!(app.tab, 1, "no ninth tab");
+
+    assert!(!screen(&app).contains("sg_00"));
+    app.handle_key(KeyCode::Char('x'));
+    assert!(screen(&app).contains("sg_00"), "x unfolds every model");
+    app.handle_key(KeyCode::Down);
+    app.handle_key(KeyCode::Left);
+    assert_eq!(app.selected, 0, "folding moves back to the model line");
+    app.handle_key(KeyCode::Char('x'));
+    app.handle_key(KeyCode::Char('x'));
+    assert!(!screen(&app).contains("sg_00"), "x folds everything back");
+    app.handle_key(KeyCode::Right);
+    assert!(
+        screen(&app).contains("sg_00"),
+        "right unfolds the selected model"
+    );
+
+    app.handle_key(KeyCode::Char('f'));
+    assert!(screen(&app).contains("TFLOP/s"));
+    assert!(!app.quit);
+    app.handle_key(KeyCode::Char('q'));
+    assert!(app.quit);
+}
+
+#[test]
+fn a_new_report_keeps_the_selected_process() {
+    let (_scratch, document) = document();
+    let mut app = App::new(document.clone());
+    app.handle_key(KeyCode::Char('3'));
+    let mut reordered = document;
+    reordered.neuron_runtime_data.reverse();
+    app.update(reordered);
+    assert_eq!(app.tabs()[app.tab].title, "batch-b");
+}
