@@ -29,6 +29,14 @@ done
     exit 1
 }
 
+# The userspace tools the guest tests (and the demo) run: load generator, monitor, top.
+tools=(nds-loadgen nds-monitor nds-top)
+(cd "$here/../../userspace" &&
+    cargo build --release --target "$GUEST_TARGET" $(printf -- '-p %s ' "${tools[@]}"))
+for tool in "${tools[@]}"; do
+    cp "$here/../../userspace/target/$GUEST_TARGET/release/$tool" "$work/bin/$tool"
+done
+
 cat >"$work/run.sh" <<'RUN'
 #!/bin/sh
 # Runs every guest test binary; single-threaded because they share the device's slabs.
