@@ -195,6 +195,27 @@ impl DeviceState {
         Ok(())
     }
 
+    /// Releases every slab whose owner's thread group has exited.
+    ///
+    /// A group's slab is normally released when its last file on the device goes, but a group
+    /// can own a slab through a file it did not open (inherited across `fork`, or passed over
+    /// a socket), whose release waits for the other holders. Such a slab is released here, at
+    /// the latest the next time anything looks at the device: an ACQUIRE or RELEASE, a file
+    /// release, a sysfs read or a metrics period.
+    fn release_abandoned(&self, inner: &mut Inner) -> Result {
+        for slot in 0..SLOT_COUNT {
+            let abandoned = inner
+                .slots
+                .get(slot)
+                .and_then(|s| s.owner.as_ref())
+                .is_some_and(|owner| edge::thread_group_exited(&owner.leader));
+            if abandoned {
+                self.release_slot(inner, slot)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Releases the slab of `leader`'s thread group, if it has one.
     fn release_own(&self, inner: &mut Inner, leader: &Task) -> Result {
         match inner.slots.find_owner(|owner| *owner.leader == *leader) {
@@ -207,6 +228,7 @@ impl DeviceState {
     pub(crate) fn post_metrics(&self, elapsed_us: u64) -> Result {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
+        self.release_abandoned(inner)?;
         let owned = inner
             .slots
             .iter()
@@ -218,7 +240,8 @@ impl DeviceState {
 
     /// The value a sysfs file shows.
     pub(crate) fn sysfs_show(&self, node: SysfsNodeKind, file: SysfsFile) -> Result<KVec<u8>> {
-        let inner = self.inner.lock();
+        let mut inner = self.inner.lock();
+        self.release_abandoned(&mut inner)?;
         let text = match (node, file) {
             (SysfsNodeKind::Counter { core, node }, SysfsFile::Total) => {
                 let counter = SYSFS_COUNTERS.get(node).ok_or(EINVAL)?;
@@ -324,6 +347,7 @@ impl OpenFile {
         let device = &*self.device;
         let slot = {
             let mut inner = device.inner.lock();
+            device.release_abandoned(&mut inner)?;
             let (slot, owner) = match info.pid {
                 0 => (
                     device.acquire_own(&mut inner, caller.group_leader(), Kuid::current_euid())?,
@@ -377,9 +401,13 @@ impl OpenFile {
             pid if pid == 0 || pid == own_pid => {
                 let mut inner = self.device.inner.lock();
                 self.device.release_own(&mut inner, leader)?;
+                self.device.release_abandoned(&mut inner)?;
                 Ok(0)
             }
-            _ => Ok(0),
+            _ => {
+                self.device.release_abandoned(&mut self.device.inner.lock())?;
+                Ok(0)
+            }
         }
     }
 
@@ -470,11 +498,14 @@ impl MiscDevice for OpenFile {
             }
             None => false,
         };
-        if last_of_group {
+        let released = if last_of_group {
             // The group's last file is gone (closed and unmapped, or the process died).
-            if let Err(err) = device.release_own(&mut inner, &this.opener) {
-                pr_err!("releasing a slab on close failed: {err:?}\n");
-            }
+            device.release_own(&mut inner, &this.opener)
+        } else {
+            Ok(())
+        };
+        if let Err(err) = released.and_then(|()| device.release_abandoned(&mut inner)) {
+            pr_err!("releasing a slab on close failed: {err:?}\n");
         }
         let grants = this.grants.lock();
         for (slot, mapped) in grants.writable_mapped.iter().enumerate() {
@@ -543,15 +574,16 @@ pub(crate) struct NeuronDevice {
 }
 
 impl NeuronDevice {
-    /// Creates device `index` (`/dev/neuron<index>`) with `core_count` NeuronCores, posting
+    /// Creates device `index` (`/dev/<base_name><index>`) with `core_count` NeuronCores, posting
     /// metrics every `metrics_period_ms` (never if 0).
     pub(crate) fn new(
+        base_name: &CStr,
         index: usize,
         core_count: usize,
         metrics_period_ms: u32,
     ) -> Result<Pin<KBox<Self>>> {
         let state = DeviceState::new(index, core_count)?;
-        let name = CString::try_from_fmt(fmt!("neuron{index}"))?;
+        let name = CString::try_from_fmt(fmt!("{}{index}", base_name.to_str()?))?;
         let node_state = state.clone();
         let mut device = KBox::pin_init(
             try_pin_init!(Self {

@@ -17,6 +17,7 @@ use crate::{
 };
 use core::ptr::{
     null,
+    null_mut,
     NonNull, //
 };
 use kernel::{
@@ -26,6 +27,7 @@ use kernel::{
         MiscDeviceRegistration, //
     },
     mm::virt::VmaNew,
+    module_param::KernelParam,
     page::{
         Page,
         PAGE_SIZE, //
@@ -147,6 +149,16 @@ pub(crate) fn vma_offset(vma: &VmaNew) -> Option<u64> {
         .checked_mul(u64::try_from(PAGE_SIZE).ok()?)
 }
 
+/// Whether every thread of `leader`'s thread group has exited (the group is dead, reaped or
+/// not). 7.3's `Task` has no accessor for it.
+pub(crate) fn thread_group_exited(leader: &kernel::task::Task) -> bool {
+    // SAFETY: `leader` is a valid task for the borrow; a task's `signal` is set at creation,
+    // stays valid while the task is referenced, and `live` is only changed atomically.
+    let live = unsafe { &raw mut (*(*leader.as_ptr()).signal).live.counter };
+    // SAFETY: `live` is a valid, aligned `c_int` that the kernel only updates atomically.
+    unsafe { atomic_load(live, Relaxed) == 0 }
+}
+
 /// Whether the calling task may read another user's slab: `CAP_SYS_ADMIN` or `CAP_PERFMON`
 /// in the initial user namespace.
 pub(crate) fn may_read_other_users() -> bool {
@@ -155,6 +167,48 @@ pub(crate) fn may_read_other_users() -> bool {
         .filter_map(|cap| c_int::try_from(cap).ok())
         // SAFETY: `capable` may be called from any process context with a capability number.
         .any(|cap| unsafe { bindings::capable(cap) })
+}
+
+/// The `node_name` module parameter: the kernel stores a pointer to its own copy of the
+/// string here while loading the module, and frees it after unloading; NULL if not given.
+///
+/// 7.3's `module!` only declares integer and bool parameters, so this one is declared the way
+/// `module!` declares those, with the kernel's `charp` operations.
+static mut NODE_NAME: *mut c_char = null_mut();
+
+#[link_section = "__param"]
+#[used(compiler)]
+static NODE_NAME_PARAM: KernelParam = KernelParam::new(bindings::kernel_param {
+    name: kernel::str::as_char_ptr_in_const_context(c"node_name"),
+    // The kernel sets up `__this_module` at load time; only its address is taken here.
+    mod_: &raw mut bindings::__this_module,
+    ops: &raw const bindings::param_ops_charp,
+    // Not in sysfs: the name is used once, at load.
+    perm: 0,
+    level: -1,
+    flags: 0,
+    __bindgen_anon_1: bindings::kernel_param__bindgen_ty_1 {
+        arg: (&raw mut NODE_NAME).cast::<c_void>(),
+    },
+});
+
+#[link_section = ".modinfo"]
+#[used(compiler)]
+static NODE_NAME_PARMTYPE: [u8; 25] = *b"parmtype=node_name:charp\0";
+
+#[link_section = ".modinfo"]
+#[used(compiler)]
+static NODE_NAME_PARM: [u8; 71] =
+    *b"parm=node_name:Device node base name: /dev/<name>0... (default neuron)\0";
+
+/// The `node_name` parameter, if it was given.
+pub(crate) fn node_name_parameter() -> Option<&'static CStr> {
+    // SAFETY: the kernel writes `NODE_NAME` only while parsing parameters, before the module's
+    // init runs, and frees the string only after the module's exit; `perm` 0 means no later
+    // writes through sysfs.
+    let name = unsafe { (&raw const NODE_NAME).read() };
+    // SAFETY: a non-NULL value is a NUL-terminated string owned by the kernel as above.
+    (!name.is_null()).then(|| unsafe { CStr::from_char_ptr(name) })
 }
 
 /// Cancels `worker`'s delayed work and waits until it is neither pending nor running.

@@ -28,6 +28,9 @@
 //!  * for another user's process without CAP_SYS_ADMIN or CAP_PERFMON). */
 //! ```
 //!
+//! Parameters: `devices`, `cores_per_device`, `metrics_period_ms`, and `node_name` (the
+//! node base name, default `neuron`, so that the module can coexist with the real driver).
+//!
 //! The 24-byte argument, the wire format inside the slab and the sysfs names come from the
 //! `abi` module, which is the userspace crate `nds-abi` compiled into the kernel.
 
@@ -70,6 +73,14 @@ module! {
 /// Upper bound of both parameters.
 const MAX_PARAMETER: u32 = 16;
 
+/// A device node base name is short and made of characters that need no quoting anywhere.
+fn is_valid_node_name(name: &[u8]) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
+}
+
 /// The loaded module: owns every device.
 struct NeuronDsModule {
     _devices: KVec<Pin<KBox<device::NeuronDevice>>>,
@@ -86,9 +97,15 @@ impl kernel::Module for NeuronDsModule {
             return Err(EINVAL);
         }
         let core_count = usize::try_from(core_count)?;
+        let node_name = edge::node_name_parameter().unwrap_or(c"neuron");
+        if !is_valid_node_name(node_name.to_bytes()) {
+            pr_err!("node_name must be 1 to 32 characters of [a-z0-9_-]\n");
+            return Err(EINVAL);
+        }
         let mut devices = KVec::new();
         for index in 0..usize::try_from(device_count)? {
             let device = device::NeuronDevice::new(
+                node_name,
                 index,
                 core_count,
                 module_parameters::metrics_period_ms.value(),

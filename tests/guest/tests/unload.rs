@@ -27,6 +27,36 @@ fn reload(params: &[&str]) {
 }
 
 #[test]
+fn node_name_names_the_nodes_and_bad_names_are_refused() {
+    let params_text = fs::read_to_string("/module.params").unwrap_or_default();
+    let params: Vec<&str> = params_text.split_whitespace().collect();
+    reload(&["node_name=nds_test", "devices=2"]);
+    assert!(fs::metadata("/dev/nds_test0").is_ok());
+    assert!(fs::metadata("/dev/nds_test1").is_ok());
+    assert!(
+        fs::metadata("/dev/neuron0").is_err(),
+        "the default name is not used"
+    );
+    run("rmmod", &["neuron_ds"]);
+    for bad in [
+        "node_name=",
+        "node_name=Upper",
+        "node_name=a/b",
+        "node_name=0123456789012345678901234567890123",
+    ] {
+        let status = Command::new("insmod")
+            .args(["/neuron_ds.ko", bad])
+            .status()
+            .unwrap();
+        assert!(!status.success(), "{bad} must be refused");
+    }
+    let mut args = vec!["/neuron_ds.ko"];
+    args.extend_from_slice(&params);
+    run("insmod", &args);
+    assert!(fs::metadata("/dev/neuron0").is_ok());
+}
+
+#[test]
 fn load_and_unload_a_hundred_times_without_growth() {
     let params_text = fs::read_to_string("/module.params").unwrap_or_default();
     let params: Vec<&str> = params_text.split_whitespace().collect();
