@@ -405,7 +405,8 @@ impl OpenFile {
                 Ok(0)
             }
             _ => {
-                self.device.release_abandoned(&mut self.device.inner.lock())?;
+                self.device
+                    .release_abandoned(&mut self.device.inner.lock())?;
                 Ok(0)
             }
         }
