@@ -138,10 +138,28 @@ pub fn compare(summary: &Summary, baseline: &Baseline, now: &[CoreTotals]) -> Ve
     rows
 }
 
-/// The rows as an aligned text table, with a verdict line.
+/// The producers, then the rows as an aligned text table, with a verdict line.
 #[must_use]
-pub fn render(rows: &[Row]) -> String {
+pub fn render(summary: &Summary, rows: &[Row]) -> String {
     let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "{:<22} {:>6} {:>6} {:>10} {:>6}  ended by",
+        "producer", "device", "pid", "executions", "models"
+    );
+    for report in &summary.producers {
+        let _ = writeln!(
+            text,
+            "{:<22} {:>6} {:>6} {:>10} {:>6}  {}",
+            report.tag,
+            report.device,
+            report.pid,
+            report.executions,
+            report.loaded_models.len(),
+            if report.crashed { "SIGKILL (crash)" } else { "exit" }
+        );
+    }
+    let _ = writeln!(text);
     let _ = writeln!(
         text,
         "{:<6} {:<4} {:<34} {:>16} {:>16}  equal",
@@ -219,6 +237,6 @@ mod tests {
         let unmatched: Vec<_> = rows.iter().filter(|row| !row.matches()).collect();
         assert_eq!(unmatched.len(), 1);
         assert_eq!((unmatched[0].device, unmatched[0].reported), (1, 100));
-        assert!(render(&rows).ends_with("3 counters compared, 2 equal, 1 different\n"));
+        assert!(render(&summary, &rows).ends_with("3 counters compared, 2 equal, 1 different\n"));
     }
 }

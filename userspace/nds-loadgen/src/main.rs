@@ -221,7 +221,7 @@ fn compare_command(
         None => Baseline::default(),
     };
     let rows = compare(&summary, &baseline, &root.all_totals()?);
-    print!("{}", render(&rows));
+    print!("{}", render(&summary, &rows));
     match rows.iter().filter(|row| !row.matches()).count() {
         0 => Ok(()),
         different => Err(Error::Mismatch(different)),

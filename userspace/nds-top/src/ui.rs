@@ -182,7 +182,9 @@ fn draw_models(frame: &mut Frame<'_>, area: Rect, app: &App) {
         .map(|line| ListItem::new(line.text))
         .collect();
     let empty = items.is_empty();
-    let block = Block::default().borders(Borders::ALL).title(" Models ");
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(" Models (* ran this period) ");
     let list = List::new(if empty {
         vec![ListItem::new("no model loaded")]
     } else {

@@ -7,7 +7,7 @@ use nds_monitor::document::{
 /// A tab of the tab bar.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tab {
-    /// Label (`all`, or the process tag).
+    /// Label (`all`, or the process tag); process tabs are ordered by device, tag and pid.
     pub title: String,
     /// The process, for per-process tabs.
     pub pid: Option<i32>,
@@ -72,11 +72,21 @@ pub fn tabs(document: &MonitorDocument) -> Vec<Tab> {
     tabs
 }
 
+/// The processes with a live slab, by device, tag and pid (the tab order).
 fn live(document: &MonitorDocument) -> impl Iterator<Item = &RuntimeEntry> {
-    document
+    let mut entries: Vec<&RuntimeEntry> = document
         .neuron_runtime_data
         .iter()
         .filter(|entry| entry.error.is_empty())
+        .collect();
+    entries.sort_by(|a, b| {
+        (a.neuron_device_index, &a.neuron_runtime_tag, a.pid).cmp(&(
+            b.neuron_device_index,
+            &b.neuron_runtime_tag,
+            b.pid,
+        ))
+    });
+    entries.into_iter()
 }
 
 fn add_summary(sum: &mut ExecutionSummary, more: &ExecutionSummary) {
@@ -160,10 +170,10 @@ pub fn view(document: &MonitorDocument, tab: usize) -> View {
                 } else {
                     String::new()
                 };
-                let running = if model.is_running { "running" } else { "idle" };
+                let running = if model.is_running { " *" } else { "" };
                 view.models.push(ModelNode {
                     key: format!("{}:{}", entry.pid, model.model_id),
-                    label: format!("{} #{}{owner} {running}", model.name, model.model_id),
+                    label: format!("{} #{}{owner}{running}", model.name, model.model_id),
                     children: model
                         .subgraphs
                         .iter()

@@ -94,8 +94,8 @@ fn renders_every_section_in_80_by_24() {
         "host total",
         "device total",
         "1:all",
-        "2:serving-a",
-        "3:batch-b",
+        "2:batch-b",
+        "3:serving-a",
         "nd0:nc0 6001",
         "nd0:nc1 6002",
     ] {
@@ -153,5 +153,5 @@ fn a_new_report_keeps_the_selected_process() {
     let mut reordered = document;
     reordered.neuron_runtime_data.reverse();
     app.update(reordered);
-    assert_eq!(app.tabs()[app.tab].title, "batch-b");
+    assert_eq!(app.tabs()[app.tab].title, "serving-a");
 }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `make demo`: installs what is missing, builds the module and the userspace tools, boots the
+# guest with two Neuron devices, and runs qemu/demo-guest.sh there: producers (one of them
+# killed), the monitor's JSON and Prometheus output, two frames of the top view, and the
+# kernel's aggregated totals next to what the producers reported.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+# shellcheck source=qemu/env.sh
+source qemu/env.sh
+
+step() { printf '\n### %s\n' "$*"; }
+
+step "dependencies, kernel (cached after the first build) and module"
+make -s deps
+make -s module
+
+step "userspace tools for the guest ($GUEST_TARGET)"
+tools=(nds-loadgen nds-monitor nds-top)
+(cd userspace && cargo build --release --quiet --target "$GUEST_TARGET" $(printf -- '-p %s ' "${tools[@]}"))
+work="$root/build/demo-work"
+rm -rf "$work" && mkdir -p "$work/bin"
+for tool in "${tools[@]}"; do
+    cp "userspace/target/$GUEST_TARGET/release/$tool" "$work/bin/"
+done
+install -m 0755 qemu/demo-guest.sh "$work/demo.sh"
+
+step "booting the guest (insmod neuron_ds.ko devices=2)"
+log="$root/build/demo.log"
+status=0
+MODULE_PARAMS='devices=2' bash qemu/qemu-run.sh base "$work" 'sh /work/demo.sh' >"$log" 2>&1 || status=$?
+sed -n '/^NEURON-DS-RUN-BEGIN/,/^NEURON-DS-RUN-END/{/^NEURON-DS-RUN-/d;p}' "$log"
+if [ "$status" -ne 0 ]; then
+    echo
+    echo "demo: FAILED (status $status); the whole console is in $log" >&2
+    grep '^boot.sh:' "$log" >&2 || true
+    exit "$status"
+fi
+echo
+echo "demo: done; the whole console is in $log"
