@@ -156,7 +156,11 @@ pub fn render(summary: &Summary, rows: &[Row]) -> String {
             report.pid,
             report.executions,
             report.loaded_models.len(),
-            if report.crashed { "SIGKILL (crash)" } else { "exit" }
+            if report.crashed {
+                "SIGKILL (crash)"
+            } else {
+                "exit"
+            }
         );
     }
     let _ = writeln!(text);
