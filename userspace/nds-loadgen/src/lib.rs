@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cli;
 pub mod compare;
 pub mod error;
 pub mod mix;

@@ -3,106 +3,14 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Parser;
+use nds_loadgen::cli::{Cli, Command, RunArgs};
 use nds_loadgen::compare::{compare, render, Baseline};
-use nds_loadgen::mix::DEFAULT_MIX;
 use nds_loadgen::orchestrator::{self, RunOptions, Slabs};
 use nds_loadgen::spec::StreamLength;
 use nds_loadgen::{producer, Error, ProducerSpec, Result, StatusMix, Summary};
-use nds_sysfs::{SysfsRoot, DEFAULT_SYSFS_ROOT};
-
-/// Load generator for the Neuron DataStore.
-#[derive(Debug, Parser)]
-#[command(name = "nds-loadgen", version, about)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Start producer processes; print every producer's report as one JSON summary.
-    Run(Box<RunArgs>),
-    /// Print the kernel's current sysfs totals as JSON (a baseline for `compare`).
-    Baseline {
-        /// Root of the module's sysfs devices.
-        #[arg(long, default_value = DEFAULT_SYSFS_ROOT)]
-        sysfs_root: PathBuf,
-    },
-    /// Print the producers' reports next to the kernel's sysfs totals; fail if they differ.
-    Compare {
-        /// The summary `run` printed.
-        #[arg(long)]
-        summary: PathBuf,
-        /// Totals captured with `baseline` before the run (default: all zero).
-        #[arg(long)]
-        baseline: Option<PathBuf>,
-        /// Root of the module's sysfs devices.
-        #[arg(long, default_value = DEFAULT_SYSFS_ROOT)]
-        sysfs_root: PathBuf,
-    },
-    /// Run one producer (started by `run`).
-    #[command(hide = true)]
-    Producer {
-        /// The producer's spec as JSON.
-        #[arg(long)]
-        spec: String,
-    },
-}
-
-#[derive(Debug, Args)]
-struct RunArgs {
-    /// Devices to load, e.g. `0,1` (default: every device the module has, else 0).
-    #[arg(long, value_delimiter = ',')]
-    devices: Vec<u32>,
-    /// Producer processes per device.
-    #[arg(long, default_value_t = 3)]
-    procs_per_device: usize,
-    /// NeuronCores each producer writes (default: the device's cores in sysfs, else 2).
-    #[arg(long)]
-    cores: Option<usize>,
-    /// Executions per producer.
-    #[arg(long, conflicts_with = "duration")]
-    count: Option<u64>,
-    /// How long each producer runs, e.g. `5s`.
-    #[arg(long, value_parser = humantime::parse_duration)]
-    duration: Option<Duration>,
-    /// Executions per second per producer; 0 runs flat out.
-    #[arg(long, default_value_t = 500)]
-    rate: u64,
-    /// Status mix as `STATUS=WEIGHT,…` (names with or without NRT_, or numbers).
-    #[arg(long, default_value = DEFAULT_MIX)]
-    mix: String,
-    /// Tag prefix; tags are `<prefix>-d<device>-p<index>`.
-    #[arg(long, default_value = "loadgen")]
-    tag_prefix: String,
-    /// Number of producers (the last ones) that crash halfway: report, then SIGKILL themselves.
-    #[arg(long, default_value_t = 0)]
-    crash: usize,
-    /// After the streams, print `ready` and keep the slabs until standard input closes.
-    #[arg(long)]
-    hold: bool,
-    /// Directory for the per-producer reports (default: a temporary one, removed after).
-    #[arg(long)]
-    report_dir: Option<PathBuf>,
-    /// Use slab files in this directory instead of the kernel's devices.
-    #[arg(long)]
-    slab_dir: Option<PathBuf>,
-    /// Directory of the device nodes.
-    #[arg(long, default_value = "/dev")]
-    dev_dir: PathBuf,
-    /// Root of the module's sysfs devices (for the defaults of --devices and --cores).
-    #[arg(long, default_value = DEFAULT_SYSFS_ROOT)]
-    sysfs_root: PathBuf,
-    /// Base random seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Write the summary to this file instead of standard output.
-    #[arg(long)]
-    summary: Option<PathBuf>,
-}
+use nds_sysfs::SysfsRoot;
 
 fn run(args: RunArgs) -> Result<()> {
     args.mix.parse::<StatusMix>()?;

@@ -2,6 +2,7 @@
 
 use clap::Parser;
 use nds_abi::metrics::METRIC_POST_SIZE;
+use nds_metrics::cli::Cli;
 use nds_metrics::Decoder;
 use std::{
     fs::File,
@@ -12,25 +13,7 @@ use std::{
     time::Duration,
 };
 
-/// Print the neuron_ds metric posts (one JSON object per line).
-#[derive(Parser, Debug)]
-#[command(version)]
-struct Args {
-    /// Read the posts of /dev/neuron<DEVICE>.
-    #[arg(short, long, default_value_t = 0, conflicts_with = "input")]
-    device: u32,
-    /// Read posts from this file or device node instead (e.g. a saved stream).
-    #[arg(short, long)]
-    input: Option<PathBuf>,
-    /// Keep reading: poll for new posts every INTERVAL milliseconds.
-    #[arg(short, long)]
-    follow: bool,
-    /// Poll interval with --follow, in milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    interval: u64,
-}
-
-fn run(args: &Args) -> io::Result<()> {
+fn run(args: &Cli) -> io::Result<()> {
     let path = args
         .input
         .clone()
@@ -72,7 +55,7 @@ fn run(args: &Args) -> io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = Cli::parse();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cli;
 pub mod config;
 pub mod document;
 pub mod error;

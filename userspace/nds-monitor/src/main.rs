@@ -2,72 +2,16 @@
 
 use std::io::{self, Write};
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::Parser;
+use nds_monitor::cli::{Cli, Command, Format};
 use nds_monitor::config::parse_period;
 use nds_monitor::serve::serve;
 use nds_monitor::{prometheus, Error, Monitor, Plan, Result, SlabSource, Source};
-use nds_sysfs::{SysfsRoot, DEFAULT_SYSFS_ROOT};
+use nds_sysfs::SysfsRoot;
 use regex::Regex;
-
-/// Reports every process's datastore counters and the kernel's totals, one document per period.
-#[derive(Debug, Parser)]
-#[command(name = "nds-monitor", version, about)]
-struct Cli {
-    /// Configuration file in neuron-monitor's format.
-    #[arg(short, long)]
-    config: Option<PathBuf>,
-    /// Period of every group, overriding the configuration (e.g. `1s`, `500ms`).
-    #[arg(long)]
-    period: Option<String>,
-    /// Report only processes whose tag matches this regular expression.
-    #[arg(long)]
-    tag_filter: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Json)]
-    format: Format,
-    /// Stop after this many reports.
-    #[arg(long)]
-    count: Option<u64>,
-    /// Indent the JSON (one document then spans several lines).
-    #[arg(long)]
-    pretty: bool,
-    /// Root of the module's sysfs devices.
-    #[arg(long, default_value = DEFAULT_SYSFS_ROOT)]
-    sysfs_root: PathBuf,
-    /// Directory of the device nodes.
-    #[arg(long, default_value = "/dev")]
-    dev_dir: PathBuf,
-    /// Read slab files `neuron<device>-<pid>.slab` from this directory instead of the devices.
-    #[arg(long)]
-    slab_dir: Option<PathBuf>,
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Serve the Prometheus exposition over HTTP at /metrics.
-    Serve {
-        /// Address to listen on; port 0 picks a free one (the address is printed).
-        #[arg(long, default_value = "127.0.0.1:9200")]
-        listen: String,
-        /// Exit after this many requests.
-        #[arg(long)]
-        max_requests: Option<usize>,
-    },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Format {
-    /// One JSON document per report (neuron-monitor's shape).
-    Json,
-    /// The Prometheus text exposition format, one exposition per report.
-    Prometheus,
-}
 
 fn plan(cli: &Cli) -> Result<Plan> {
     let mut plan = match &cli.config {

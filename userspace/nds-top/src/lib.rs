@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod cli;
 pub mod ui;
 pub mod view;
 

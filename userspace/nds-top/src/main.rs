@@ -1,46 +1,15 @@
 //! `nds-top`: a terminal view of the Neuron DataStore, like neuron-top.
 
 use std::io;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use nds_monitor::{Monitor, Plan, SlabSource, Source};
-use nds_sysfs::{SysfsRoot, DEFAULT_SYSFS_ROOT};
+use nds_sysfs::SysfsRoot;
+use nds_top::cli::Cli;
 use nds_top::{render_text, App};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
-
-/// Shows every process's NeuronCores, executions, memory and models.
-#[derive(Debug, Parser)]
-#[command(name = "nds-top", version, about)]
-struct Cli {
-    /// Refresh period.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
-    period: Duration,
-    /// Print one frame as plain text after one period, then exit.
-    #[arg(long)]
-    once: bool,
-    /// Width of the `--once` frame.
-    #[arg(long, default_value_t = 80)]
-    width: u16,
-    /// Height of the `--once` frame.
-    #[arg(long, default_value_t = 24)]
-    height: u16,
-    /// Keys to apply before drawing the `--once` frame (e.g. `2x` for the first process,
-    /// models unfolded).
-    #[arg(long, default_value = "")]
-    keys: String,
-    /// Root of the module's sysfs devices.
-    #[arg(long, default_value = DEFAULT_SYSFS_ROOT)]
-    sysfs_root: PathBuf,
-    /// Directory of the device nodes.
-    #[arg(long, default_value = "/dev")]
-    dev_dir: PathBuf,
-    /// Read slab files from this directory instead of the devices.
-    #[arg(long)]
-    slab_dir: Option<PathBuf>,
-}
 
 fn interactive(mut monitor: Monitor, period: Duration) -> io::Result<()> {
     let mut terminal = ratatui::init();

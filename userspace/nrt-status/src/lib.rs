@@ -40,6 +40,7 @@
 
 pub mod band;
 pub mod bridge;
+pub mod cli;
 pub mod counter;
 pub mod decode;
 pub mod errno;

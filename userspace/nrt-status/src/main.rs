@@ -4,28 +4,11 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::{ArgGroup, Parser};
+use clap::Parser;
 use nrt_status::bridge::{execution_counters, generic_counter};
+use nrt_status::cli::Cli;
 use nrt_status::{Counter, NrtStatus};
 use serde::Serialize;
-
-/// Describe Neuron Runtime status codes (NRT_STATUS).
-#[derive(Debug, Parser)]
-#[command(name = "nrt-status", version)]
-#[command(group(ArgGroup::new("what").required(true).args(["statuses", "all"])))]
-struct Cli {
-    /// Status values (decimal or 0x-hex, any u32) or identifiers (NRT_TIMEOUT, exec_oob, …).
-    #[arg(value_name = "STATUS")]
-    statuses: Vec<NrtStatus>,
-
-    /// Describe every known status.
-    #[arg(long, conflicts_with = "statuses")]
-    all: bool,
-
-    /// Print a JSON array with one object per status.
-    #[arg(long)]
-    json: bool,
-}
 
 /// Everything printed about one status.
 #[derive(Debug, Serialize)]

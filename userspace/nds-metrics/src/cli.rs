@@ -1,0 +1,24 @@
+//! The command line of the `nds-metrics` tool, here rather than in `main.rs` so that the
+//! manual page and shell completions can be generated from it (`nds-dist`).
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Print the neuron_ds metric posts (one JSON object per line).
+#[derive(Parser, Debug)]
+#[command(name = "nds-metrics", version)]
+pub struct Cli {
+    /// Read the posts of /dev/neuron<DEVICE>.
+    #[arg(short, long, default_value_t = 0, conflicts_with = "input")]
+    pub device: u32,
+    /// Read posts from this file or device node instead (e.g. a saved stream).
+    #[arg(short, long)]
+    pub input: Option<PathBuf>,
+    /// Keep reading: poll for new posts every INTERVAL milliseconds.
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Poll interval with --follow, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub interval: u64,
+}

@@ -1,0 +1,39 @@
+//! The command line of the `nds-top` tool, here rather than in `main.rs` so that the manual
+//! page and shell completions can be generated from it (`nds-dist`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use nds_sysfs::DEFAULT_SYSFS_ROOT;
+
+/// Shows every process's NeuronCores, executions, memory and models.
+#[derive(Debug, Parser)]
+#[command(name = "nds-top", version, about)]
+pub struct Cli {
+    /// Refresh period.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub period: Duration,
+    /// Print one frame as plain text after one period, then exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Width of the `--once` frame.
+    #[arg(long, default_value_t = 80)]
+    pub width: u16,
+    /// Height of the `--once` frame.
+    #[arg(long, default_value_t = 24)]
+    pub height: u16,
+    /// Keys to apply before drawing the `--once` frame (e.g. `2x` for the first process,
+    /// models unfolded).
+    #[arg(long, default_value = "")]
+    pub keys: String,
+    /// Root of the module's sysfs devices.
+    #[arg(long, default_value = DEFAULT_SYSFS_ROOT)]
+    pub sysfs_root: PathBuf,
+    /// Directory of the device nodes.
+    #[arg(long, default_value = "/dev")]
+    pub dev_dir: PathBuf,
+    /// Read slab files from this directory instead of the devices.
+    #[arg(long)]
+    pub slab_dir: Option<PathBuf>,
+}
