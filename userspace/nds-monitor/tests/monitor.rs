@@ -261,3 +261,31 @@ fn documents_validate_against_the_schema() {
         .collect();
     validate(&values);
 }
+
+#[test]
+fn a_slab_of_random_bytes_yields_a_valid_document() {
+    let scratch = Scratch::new("corrupt");
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut bytes: Vec<u8> = (0..nds_abi::layout::NEURON_DATASTORE_SIZE)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    bytes[..8].copy_from_slice(&nds_abi::records::NDS_HEADER_WORD.to_le_bytes());
+    let path = slab_path(&scratch.slabs(), 0, 4501);
+    std::fs::write(&path, &bytes).unwrap();
+    let t0 = Instant::now();
+    let mut monitor = scratch.monitor(t0);
+    assert!(monitor.poll(t0).is_none());
+    let document = monitor.poll(t0 + SECOND).unwrap();
+    let entry = entry(&document, 4501);
+    assert_eq!(entry.error, "");
+    assert!(entry.report.nds_counters.is_some());
+    let values = vec![serde_json::to_value(&document).unwrap()];
+    validate(&values);
+    let exposition = nds_monitor::prometheus::render(&document);
+    assert!(exposition.contains("neuron_runtime_status_total"));
+}

@@ -132,12 +132,21 @@ fn draw_executions(frame: &mut Frame<'_>, area: Rect, view: &View) {
 fn draw_memory(frame: &mut Frame<'_>, area: Rect, view: &View) {
     let host = &view.host;
     let device = &view.device;
-    let host_total = host.application_memory + host.constants + host.dma_buffers + host.tensors;
-    let device_total = device.constants
-        + device.model_code
-        + device.model_shared_scratchpad
-        + device.runtime_memory
-        + device.tensors;
+    // Slab contents are untrusted: sums wrap rather than overflow.
+    let sum = |values: &[u64]| values.iter().fold(0u64, |a, &b| a.wrapping_add(b));
+    let host_total = sum(&[
+        host.application_memory,
+        host.constants,
+        host.dma_buffers,
+        host.tensors,
+    ]);
+    let device_total = sum(&[
+        device.constants,
+        device.model_code,
+        device.model_shared_scratchpad,
+        device.runtime_memory,
+        device.tensors,
+    ]);
     let pair = |a: &str, x: u64, b: &str, y: u64| {
         Line::from(format!("  {a:<10}{:>9}  {b:<10}{:>9}", mib(x), mib(y)))
     };

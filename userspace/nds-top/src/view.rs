@@ -90,21 +90,23 @@ fn live(document: &MonitorDocument) -> impl Iterator<Item = &RuntimeEntry> {
 }
 
 fn add_summary(sum: &mut ExecutionSummary, more: &ExecutionSummary) {
-    sum.completed += more.completed;
-    sum.completed_with_err += more.completed_with_err;
-    sum.completed_with_num_err += more.completed_with_num_err;
-    sum.timed_out += more.timed_out;
-    sum.incorrect_input += more.incorrect_input;
-    sum.failed_to_queue += more.failed_to_queue;
+    sum.completed = sum.completed.wrapping_add(more.completed);
+    sum.completed_with_err = sum.completed_with_err.wrapping_add(more.completed_with_err);
+    sum.completed_with_num_err = sum
+        .completed_with_num_err
+        .wrapping_add(more.completed_with_num_err);
+    sum.timed_out = sum.timed_out.wrapping_add(more.timed_out);
+    sum.incorrect_input = sum.incorrect_input.wrapping_add(more.incorrect_input);
+    sum.failed_to_queue = sum.failed_to_queue.wrapping_add(more.failed_to_queue);
 }
 
 fn add_errors(sum: &mut ErrorSummary, more: &ErrorSummary) {
-    sum.generic += more.generic;
-    sum.numerical += more.numerical;
-    sum.transient += more.transient;
-    sum.model += more.model;
-    sum.runtime += more.runtime;
-    sum.hardware += more.hardware;
+    sum.generic = sum.generic.wrapping_add(more.generic);
+    sum.numerical = sum.numerical.wrapping_add(more.numerical);
+    sum.transient = sum.transient.wrapping_add(more.transient);
+    sum.model = sum.model.wrapping_add(more.model);
+    sum.runtime = sum.runtime.wrapping_add(more.runtime);
+    sum.hardware = sum.hardware.wrapping_add(more.hardware);
 }
 
 /// Bytes in MiB, rounded, for labels.
@@ -153,16 +155,23 @@ pub fn view(document: &MonitorDocument, tab: usize) -> View {
         }
         if let Some(memory) = &report.memory_used {
             let used = &memory.neuron_runtime_used_bytes.usage_breakdown;
-            view.host.application_memory += used.host.application_memory;
-            view.host.constants += used.host.constants;
-            view.host.dma_buffers += used.host.dma_buffers;
-            view.host.tensors += used.host.tensors;
+            view.host.application_memory = view
+                .host
+                .application_memory
+                .wrapping_add(used.host.application_memory);
+            view.host.constants = view.host.constants.wrapping_add(used.host.constants);
+            view.host.dma_buffers = view.host.dma_buffers.wrapping_add(used.host.dma_buffers);
+            view.host.tensors = view.host.tensors.wrapping_add(used.host.tensors);
             for core in used.neuroncore_memory_usage.values() {
-                view.device.constants += core.constants;
-                view.device.model_code += core.model_code;
-                view.device.model_shared_scratchpad += core.model_shared_scratchpad;
-                view.device.runtime_memory += core.runtime_memory;
-                view.device.tensors += core.tensors;
+                view.device.constants = view.device.constants.wrapping_add(core.constants);
+                view.device.model_code = view.device.model_code.wrapping_add(core.model_code);
+                view.device.model_shared_scratchpad = view
+                    .device
+                    .model_shared_scratchpad
+                    .wrapping_add(core.model_shared_scratchpad);
+                view.device.runtime_memory =
+                    view.device.runtime_memory.wrapping_add(core.runtime_memory);
+                view.device.tensors = view.device.tensors.wrapping_add(core.tensors);
             }
             for model in &memory.loaded_models {
                 let owner = if all {

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use nds::{Backend, Datastore};
@@ -131,7 +132,12 @@ pub fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> Prod
 pub fn validate(documents: &[serde_json::Value]) {
     let schema =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Documentation/monitor.schema.json");
-    let data = std::env::temp_dir().join(format!("nds-monitor-docs-{}.json", std::process::id()));
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let data = std::env::temp_dir().join(format!(
+        "nds-monitor-docs-{}-{}.json",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::write(&data, serde_json::to_vec(documents).unwrap()).unwrap();
     let script = "import json, sys, jsonschema\n\
         schema = json.load(open(sys.argv[1]))\n\
