@@ -130,8 +130,11 @@ pub fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> Prod
 /// Validates every document in `documents` against Documentation/monitor.schema.json with
 /// Python's `jsonschema`; panics with the validator's message otherwise.
 pub fn validate(documents: &[serde_json::Value]) {
-    let schema =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Documentation/monitor.schema.json");
+    // Cargo runs test binaries with CARGO_MANIFEST_DIR set; the compile-time value is the
+    // fallback for running the binary by hand.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+    let schema = Path::new(&manifest_dir).join("../../Documentation/monitor.schema.json");
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let data = std::env::temp_dir().join(format!(
         "nds-monitor-docs-{}-{}.json",
