@@ -11,11 +11,18 @@
 #   make demo         the main job: boot the guest, load the module, show it working
 #   make qemu-run EXTRA=<dir> CMD='<command>'   run your own program against the module
 #   make rustfmt / make rustfmtcheck            format / check the module's Rust sources
+#
+# Installing on a host (Documentation/install.rst); KDIR defaults to the running kernel's
+# build tree there, and DESTDIR/INSTALL_MOD_PATH stage everything under a directory:
+#   make install          the module (modules_install, depmod), udev rule, modprobe.d example
+#   make dkms-install     the module through DKMS (rebuilt for every new kernel)
+#   make dkms-source      only stage the DKMS source tree (/usr/src/neuron-ds-<version>)
+#   make deb              the tools as a Debian package (target/debian/ of userspace/)
+#   make install-tools    the tools with cargo install, plus their man pages and completions
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
 VARIANT ?= base
-LLVM_SUFFIX := -19
 KERNEL_STAMP_DEPS := qemu/kernel.config qemu/kernel-debug.config qemu/kernel.sh qemu/env.sh
 
 # KDIR given on the command line wins; otherwise the cached build of $(VARIANT).
@@ -26,7 +33,8 @@ endif
 MODULE_OUT = $(ROOT)/build/module-$(VARIANT)
 MODULE = $(MODULE_OUT)/rust/neuron_ds.ko
 
-.PHONY: all module deps kernel test test-debug demo qemu-run rustfmt rustfmtcheck clean
+.PHONY: all module deps kernel test test-debug demo qemu-run rustfmt rustfmtcheck clean \
+	install install-module install-files dkms-source dkms-install deb install-tools
 
 all: module
 
@@ -36,11 +44,12 @@ deps:
 kernel: deps
 	bash qemu/kernel.sh $(VARIANT) >/dev/null
 
+# packaging/kbuild.sh checks that the tree can build a Rust module and picks its toolchain.
 module: $(if $(KDIR_FROM_CACHE),kernel)
 	@kdir="$(if $(KDIR_FROM_CACHE),$$(bash qemu/kernel.sh --dir $(VARIANT)),$(KDIR))"; \
 	mkdir -p "$(MODULE_OUT)"; \
 	source qemu/env.sh; \
-	$(MAKE) -C "$$kdir" M="$(ROOT)" MO="$(MODULE_OUT)" LLVM=$(LLVM_SUFFIX) \
+	MAKE="$(MAKE)" bash packaging/kbuild.sh "$$kdir" MO="$(MODULE_OUT)" \
 		$(if $(CLIPPY),CLIPPY=1) modules
 
 rustfmt rustfmtcheck: kernel
@@ -61,3 +70,93 @@ qemu-run:
 
 clean:
 	rm -rf build
+
+# --- installing on a host --------------------------------------------------------------
+
+# The build tree of the kernel to install for: KDIR, else the running kernel's.
+INSTALL_KDIR = $(if $(KDIR_FROM_CACHE),/lib/modules/$(shell uname -r)/build,$(KDIR))
+UDEV_RULES_DIR ?= /usr/lib/udev/rules.d
+MODPROBE_DIR ?= /etc/modprobe.d
+PREFIX ?= /usr/local
+DKMS_NAME := neuron-ds
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' packaging/dkms.conf)
+DKMS_TREE = $(DESTDIR)/usr/src/$(DKMS_NAME)-$(DKMS_VERSION)
+# Installing into the running system (not staging under DESTDIR or INSTALL_MOD_PATH).
+LIVE = $(if $(DESTDIR)$(INSTALL_MOD_PATH),,1)
+# The tools, as the Debian package lists them (their crates are named the same).
+TOOLS := $(shell sed -n 's|^ *\["target/release/\([^/"]*\)".*|\1|p' userspace/nds-dist/Cargo.toml)
+
+install: install-module install-files
+
+# modules_install puts the module in <INSTALL_MOD_PATH>/lib/modules/<release>/updates/rust/.
+# A live install runs depmod; a staged one leaves the index to whoever installs the files
+# (kbuild's own depmod run would index a staging tree that lacks the kernel's modules).
+install-module:
+	@$(MAKE) --no-print-directory module KDIR="$(INSTALL_KDIR)"
+	@source qemu/env.sh; \
+	$(if $(LIVE),,DEPMOD=true) MAKE="$(MAKE)" bash packaging/kbuild.sh "$(INSTALL_KDIR)" \
+		MO="$(MODULE_OUT)" INSTALL_MOD_PATH="$(DESTDIR)$(INSTALL_MOD_PATH)" modules_install
+	$(if $(LIVE),depmod -a "$$(cat "$(INSTALL_KDIR)/include/config/kernel.release")")
+
+# The udev rule and the modprobe.d example (an existing one is the administrator's: kept);
+# live, also the rule's "neuron" group, and the rule applied to existing nodes.
+install-files:
+	install -D -m 644 packaging/60-neuron-ds.rules "$(DESTDIR)$(UDEV_RULES_DIR)/60-neuron-ds.rules"
+	@if [ -e "$(DESTDIR)$(MODPROBE_DIR)/neuron_ds.conf" ]; then \
+		echo "keeping $(DESTDIR)$(MODPROBE_DIR)/neuron_ds.conf"; \
+	else \
+		install -D -m 644 packaging/neuron_ds.conf "$(DESTDIR)$(MODPROBE_DIR)/neuron_ds.conf"; \
+	fi
+ifneq ($(LIVE),)
+	getent group neuron >/dev/null || groupadd --system neuron
+	-udevadm control --reload-rules && \
+		udevadm trigger --subsystem-match=misc --sysname-match='neuron[0-9]*'
+endif
+
+# What DKMS builds from: dkms.conf at the top, the module's sources, the shared wire-format
+# files it compiles, and the build wrapper.
+dkms-source:
+	rm -rf "$(DKMS_TREE)"
+	install -D -m 644 packaging/dkms.conf "$(DKMS_TREE)/dkms.conf"
+	install -m 644 Kbuild "$(DKMS_TREE)/Kbuild"
+	install -D -m 644 -t "$(DKMS_TREE)/rust" rust/*.rs
+	install -D -m 644 -t "$(DKMS_TREE)/userspace/nds-abi/src" userspace/nds-abi/src/*.rs
+	install -D -m 755 -t "$(DKMS_TREE)/packaging" packaging/kbuild.sh
+
+# Registers, builds and installs the module with DKMS for the running kernel (or KDIR's),
+# replacing an earlier registration of the same version.
+dkms-install:
+	@[ -z "$(DESTDIR)" ] || { echo "dkms-install works on this system; stage with 'make dkms-source DESTDIR=...'" >&2; exit 1; }
+	@command -v dkms >/dev/null || { echo "dkms is not installed (apt-get install dkms)" >&2; exit 1; }
+	@release="$$(cat "$(INSTALL_KDIR)/include/config/kernel.release" 2>/dev/null || uname -r)"; \
+	bash packaging/kbuild.sh --check "$(INSTALL_KDIR)" >/dev/null || exit 1; \
+	if dkms status -m $(DKMS_NAME) -v $(DKMS_VERSION) | grep -q .; then \
+		dkms remove -m $(DKMS_NAME) -v $(DKMS_VERSION) --all; \
+	fi; \
+	$(MAKE) --no-print-directory dkms-source && \
+	dkms add -m $(DKMS_NAME) -v $(DKMS_VERSION) && \
+	dkms build -m $(DKMS_NAME) -v $(DKMS_VERSION) -k "$$release" --kernelsourcedir "$(INSTALL_KDIR)" && \
+	dkms install -m $(DKMS_NAME) -v $(DKMS_VERSION) -k "$$release"
+	@$(MAKE) --no-print-directory install-files
+
+# The pinned cargo-deb first; DEB_PROFILE=<cargo profile> packages another profile's build.
+deb:
+	bash qemu/deps.sh --deb
+	bash packaging/deb.sh $(if $(DEB_PROFILE),--profile $(DEB_PROFILE))
+
+# cargo install of every tool into $(DESTDIR)$(PREFIX)/bin (reusing userspace/target), and the
+# man pages and completions where man and the shells look under that prefix.
+# CARGO_INSTALL_ARGS adds cargo install options (the tests use --debug).
+install-tools:
+	@source qemu/env.sh; set -e; \
+	for tool in $(TOOLS); do \
+		CARGO_TARGET_DIR="$(ROOT)/userspace/target" cargo install --locked --no-track --force \
+			$(CARGO_INSTALL_ARGS) --path "userspace/$$tool" --root "$(DESTDIR)$(PREFIX)"; \
+	done; \
+	assets="$$(mktemp -d)"; trap 'rm -rf "$$assets"' EXIT; \
+	(cd userspace && cargo run --quiet --locked -p nds-dist -- "$$assets"); \
+	share="$(DESTDIR)$(PREFIX)/share"; \
+	install -D -m 644 -t "$$share/man/man1" "$$assets"/man/man1/*; \
+	install -D -m 644 -t "$$share/bash-completion/completions" "$$assets"/completions/bash/*; \
+	install -D -m 644 -t "$$share/zsh/site-functions" "$$assets"/completions/zsh/*; \
+	install -D -m 644 -t "$$share/fish/vendor_completions.d" "$$assets"/completions/fish/*

@@ -6,6 +6,7 @@
 #
 # Usage: qemu/deps.sh            (everything)
 #        qemu/deps.sh --host     (only what the host-side userspace tests need)
+#        qemu/deps.sh --deb      (only what `make deb` needs: cargo-deb and dpkg-dev)
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -17,6 +18,9 @@ kernel_packages=(
     clang-19 lld-19 llvm-19 libclang-19-dev make bc flex bison libelf-dev libssl-dev
     dwarves kmod cpio xz-utils zstd rsync qemu-system-x86 busybox-static musl-tools
 )
+# The packaging tests: DKMS builds the module from its staged source tree, man renders the
+# generated pages, dpkg-deb opens the package, docutils reads Documentation/install.rst.
+packaging_packages=(dkms man-db dpkg-dev python3-docutils)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 
@@ -67,6 +71,13 @@ install_rust_parts() {
     fi
 }
 
+install_cargo_deb() {
+    if [ ! -x "$CARGO_DEB" ] || ! "$CARGO_DEB" --version | grep -q " $CARGO_DEB_VERSION\$"; then
+        log "installing cargo-deb $CARGO_DEB_VERSION into $TOOLS_DIR"
+        cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked --root "$TOOLS_DIR"
+    fi
+}
+
 fetch_kernel_source() {
     [ -f "$KERNEL_SRC/Makefile" ] && return 0
     local apt_dir="$CACHE_DIR/apt" mirror
@@ -98,9 +109,18 @@ fetch_kernel_source() {
 }
 
 mkdir -p "$CACHE_DIR"
-install_packages "${host_packages[@]}"
-if [ "${1:-}" != "--host" ]; then
-    install_packages "${kernel_packages[@]}"
+case "${1:-}" in
+--deb)
+    install_packages dpkg-dev
+    install_cargo_deb
+    ;;
+--host)
+    install_packages "${host_packages[@]}"
+    ;;
+*)
+    install_packages "${host_packages[@]}" "${kernel_packages[@]}" "${packaging_packages[@]}"
     install_rust_parts
+    install_cargo_deb
     fetch_kernel_source
-fi
+    ;;
+esac

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make test` / `make test-debug`: host tests, then one QEMU boot that loads the module
-# (its KUnit suites run at insmod) and runs the guest integration tests. Ends with one
-# line "N passed, N failed" summing all three; exits non-zero if anything failed.
+# `make test` / `make test-debug`: host tests, the module build, the packaging tests
+# (tests/packaging.sh), then one QEMU boot that loads the module (its KUnit suites run at
+# insmod) and runs the guest integration tests. Ends with one line "N passed, N failed"
+# summing them all; exits non-zero if anything failed.
 #
 # Usage: tests/run.sh base|debug
 set -uo pipefail
@@ -61,6 +62,15 @@ if grep -q 'warning' "$results/module.log"; then
 else
     count 1 0 "module build without warnings"
 fi
+
+step "packaging tests ($variant): kbuild checks, modinfo, make install, DKMS, .deb"
+bash tests/packaging.sh "$variant" 2>&1 | tee "$results/packaging.log"
+packaging_status=${PIPESTATUS[0]}
+read -r pp pf < <(awk '/^ok [0-9]+ / { p++ } /^not ok [0-9]+ / { f++ } END { printf "%d %d\n", p, f }' \
+    "$results/packaging.log")
+grep -q '^1\.\.[0-9]' "$results/packaging.log" || pf=$((pf + 1)) # the suite did not finish
+[ "$packaging_status" -ne 0 ] && [ "$pf" -eq 0 ] && pf=1
+count "$pp" "$pf" "packaging tests"
 
 step "guest tests build"
 work="$results/guest-work"

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs kbuild for the neuron_ds module against a kernel build tree, after checking that the
+# tree can build an out-of-tree *Rust* module at all and explaining what is missing when it
+# cannot. The top-level Makefile (make, make install) and DKMS (dkms.conf) both come here.
+#
+# Usage: packaging/kbuild.sh --check KDIR          check only; print the make variables
+#        packaging/kbuild.sh KDIR [ARGS...]        make -C KDIR M=<source> <variables> ARGS...
+#
+# The variables are the kernel's own toolchain: LLVM=1 or LLVM=-<major> for a kernel built
+# by clang (chosen so that the compiler matches CONFIG_CC_VERSION_TEXT), nothing for GCC.
+# CC=/LD= arguments are dropped for a clang-built kernel: DKMS appends "CC=clang LD=ld.lld"
+# when it sees one, which would pick an unversioned clang that may not be the kernel's.
+set -euo pipefail
+
+src="$(cd "$(dirname "$0")/.." && pwd)"
+check_only=false
+if [ "${1:-}" = "--check" ]; then
+    check_only=true
+    shift
+fi
+[ $# -ge 1 ] || {
+    echo "usage: $0 [--check] KDIR [make arguments...]" >&2
+    exit 2
+}
+kdir="$1"
+shift
+
+problems=()
+problem() { problems+=("$*"); }
+explain_and_exit() {
+    {
+        echo "neuron_ds: cannot build against the kernel tree $kdir:"
+        printf '  - %s\n' "${problems[@]}"
+        echo "neuron_ds is a Rust kernel module. Building it out of tree needs the *complete* build"
+        echo "directory of a kernel configured with CONFIG_RUST=y: Module.symvers, include/config,"
+        echo "scripts/ and the Rust metadata of that build (rust/*.rmeta, rust/libmacros.so, ...),"
+        echo "and the very rustc that built the kernel. Distribution linux-headers packages are made"
+        echo "like the kernel's own 'make bindeb-pkg' headers (scripts/package/install-extmod-build),"
+        echo "which copies no Rust artifacts, so they usually cannot build Rust modules. See"
+        echo "Documentation/install.rst, 'What the kernel must provide'."
+    } >&2
+    exit 1
+}
+
+# Value of a CONFIG_ option in auto.conf, without quotes; empty when unset.
+config() {
+    sed -n "s/^$1=//p" "$kdir/include/config/auto.conf" | sed 's/^"\(.*\)"$/\1/'
+}
+
+# --- the tree itself
+if [ ! -d "$kdir" ]; then
+    problem "there is no such directory (install your kernel's build tree, or pass KDIR=<dir>)"
+    explain_and_exit
+fi
+[ -f "$kdir/Makefile" ] || problem "no Makefile: not a kernel build directory"
+if [ ! -f "$kdir/include/config/auto.conf" ]; then
+    problem "no include/config/auto.conf: the tree is not configured and prepared"
+    explain_and_exit
+fi
+if [ "$(config CONFIG_RUST)" != "y" ]; then
+    problem "the kernel is built without Rust support (CONFIG_RUST is not set): it cannot load a Rust module"
+    explain_and_exit
+fi
+[ -f "$kdir/Module.symvers" ] ||
+    problem "no Module.symvers: the kernel was not built in this tree ('make modules_prepare' is not enough)"
+
+# --- the Rust metadata of the kernel's crates, as Linux 7.3 lays them out
+missing=()
+for crate in core compiler_builtins ffi bindings uapi build_error pin_init kernel zerocopy; do
+    [ -f "$kdir/rust/lib$crate.rmeta" ] || missing+=("rust/lib$crate.rmeta")
+done
+for proc_macro in macros pin_init_internal zerocopy_derive; do
+    [ -f "$kdir/rust/lib$proc_macro.so" ] || missing+=("rust/lib$proc_macro.so")
+done
+if [ "$(config CONFIG_X86_64)" = "y" ] && [ ! -f "$kdir/scripts/target.json" ]; then
+    missing+=("scripts/target.json")
+fi
+[ "${#missing[@]}" -eq 0 ] ||
+    problem "the Rust artifacts of the kernel build are missing: ${missing[*]}"
+
+# --- the same rustc: crate metadata only loads into the compiler that wrote it
+if ! command -v "${RUSTC:-rustc}" >/dev/null && [ -x "$HOME/.cargo/bin/rustc" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+want_rustc="$(config CONFIG_RUSTC_VERSION_TEXT)"
+if ! have_rustc="$("${RUSTC:-rustc}" --version 2>/dev/null | tr -d '#')"; then
+    problem "no rustc on PATH; the module needs the kernel's rustc: $want_rustc"
+elif [ "$have_rustc" != "$want_rustc" ]; then
+    problem "rustc differs from the one that built the kernel: the kernel has '$want_rustc', PATH has '$have_rustc'"
+fi
+
+# --- the kernel's C toolchain
+make_vars=()
+cc_text="$(config CONFIG_CC_VERSION_TEXT)"
+if [ "$(config CONFIG_CC_IS_CLANG)" = "y" ]; then
+    major="$(sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' <<<"$cc_text")"
+    llvm=""
+    for suffix in "" "-$major"; do
+        if [ "$("clang$suffix" --version 2>/dev/null | head -n1)" = "$cc_text" ]; then
+            llvm="${suffix:-1}"
+            break
+        fi
+    done
+    if [ -z "$llvm" ] && [ -n "$major" ] && command -v "clang-$major" >/dev/null; then
+        llvm="-$major" # the same major version: kbuild notes the difference and goes on
+    fi
+    if [ -z "$llvm" ]; then
+        problem "the kernel was built by '$cc_text'; install that clang (clang-$major, lld-$major, llvm-$major)"
+    elif [ "$(config CONFIG_LD_IS_LLD)" = "y" ] && ! command -v "ld.lld${llvm#1}" >/dev/null; then
+        problem "the kernel was linked by ld.lld; install lld-$major (ld.lld${llvm#1})"
+    fi
+    make_vars+=("LLVM=$llvm")
+elif ! command -v "${CC:-gcc}" >/dev/null; then
+    problem "the kernel was built by '$cc_text', and there is no gcc on PATH"
+fi
+
+[ "${#problems[@]}" -eq 0 ] || explain_and_exit
+
+if $check_only; then
+    echo "${make_vars[*]}"
+    exit 0
+fi
+
+args=()
+for arg in "$@"; do
+    case "$arg" in
+    CC=* | LD=*)
+        if [ "${#make_vars[@]}" -gt 0 ]; then
+            echo "kbuild.sh: dropping $arg (${make_vars[*]} selects the kernel's own toolchain)" >&2
+            continue
+        fi
+        ;;
+    esac
+    args+=("$arg")
+done
+exec make -C "$kdir" M="$src" "${make_vars[@]}" "${args[@]}"

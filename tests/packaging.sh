@@ -1,0 +1,397 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Packaging tests, run by tests/run.sh after the module build: the kernel-tree checks of
+# packaging/kbuild.sh, modinfo of the built module, `make install DESTDIR=`, DKMS (a real
+# `dkms add/build/status` with private trees against the cached kernel), the tools' Debian
+# package, `make install-tools` and install.rst. Prints one TAP line per test ("ok N - ..."
+# or "not ok N - ...", then "1..N"); exits non-zero if any failed.
+#
+# Usage: tests/packaging.sh base|debug
+set -uo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+variant="${1:-base}"
+cd "$root" || exit 1
+# shellcheck source=qemu/env.sh
+source qemu/env.sh
+
+kdir="$(bash qemu/kernel.sh --dir "$variant")"
+release="$(cat "$kdir/include/config/kernel.release")"
+module="build/module-$variant/rust/neuron_ds.ko"
+version="$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' packaging/dkms.conf)"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+number=0
+failures=0
+# check <description> <command...>: one test; its output is shown only when it fails.
+check() {
+    local description="$1" log="$tmp/check.log"
+    shift
+    number=$((number + 1))
+    if "$@" >"$log" 2>&1; then
+        echo "ok $number - $description"
+    else
+        echo "not ok $number - $description"
+        sed 's/^/#   /' "$log"
+        failures=$((failures + 1))
+    fi
+}
+fail() {
+    echo "$*"
+    return 1
+}
+# contains <file> <text>: the file holds the text (fixed string).
+contains() { grep -qF -- "$2" "$1" || fail "$1 does not contain: $2"; }
+
+# --- packaging/kbuild.sh: which kernel trees can build the module
+
+# A copy of the tree's small files, like a headers package that has no Rust artifacts.
+fake_tree() {
+    local dir="$1"
+    mkdir -p "$dir/include/config" "$dir/scripts"
+    cp "$kdir/Makefile" "$kdir/Module.symvers" "$dir/"
+    cp "$kdir/include/config/auto.conf" "$dir/include/config/"
+    cp "$kdir/scripts/target.json" "$dir/scripts/"
+}
+
+kbuild_accepts_the_cached_tree() {
+    local vars
+    vars="$(bash packaging/kbuild.sh --check "$kdir")" || return 1
+    [ "$vars" = "LLVM=$LLVM_SUFFIX" ] || fail "variables: '$vars', expected LLVM=$LLVM_SUFFIX"
+}
+
+kbuild_explains_a_tree_without_rust_metadata() {
+    fake_tree "$tmp/headers"
+    if bash packaging/kbuild.sh --check "$tmp/headers" 2>"$tmp/err"; then
+        fail "accepted a tree without rust/"
+    fi
+    cat "$tmp/err"
+    contains "$tmp/err" "the Rust artifacts of the kernel build are missing" &&
+        contains "$tmp/err" "rust/libkernel.rmeta" &&
+        contains "$tmp/err" "rust/libmacros.so" &&
+        contains "$tmp/err" "install-extmod-build" &&
+        contains "$tmp/err" "Documentation/install.rst"
+}
+
+kbuild_explains_a_kernel_without_rust() {
+    fake_tree "$tmp/norust"
+    sed -i '/^CONFIG_RUST=/d' "$tmp/norust/include/config/auto.conf"
+    if bash packaging/kbuild.sh --check "$tmp/norust" 2>"$tmp/err"; then
+        fail "accepted a kernel without CONFIG_RUST"
+    fi
+    cat "$tmp/err"
+    contains "$tmp/err" "CONFIG_RUST is not set"
+}
+
+kbuild_explains_another_rustc() {
+    printf '#!/bin/sh\necho "rustc 1.0.0 (00000000 2015-05-15)"\n' >"$tmp/rustc"
+    chmod +x "$tmp/rustc"
+    if RUSTC="$tmp/rustc" bash packaging/kbuild.sh --check "$kdir" 2>"$tmp/err"; then
+        fail "accepted another rustc"
+    fi
+    cat "$tmp/err"
+    contains "$tmp/err" "rustc differs from the one that built the kernel" &&
+        contains "$tmp/err" "rustc 1.0.0"
+}
+
+kbuild_explains_a_missing_tree() {
+    if bash packaging/kbuild.sh --check "$tmp/nothing" 2>"$tmp/err"; then
+        fail "accepted a missing directory"
+    fi
+    contains "$tmp/err" "there is no such directory"
+}
+
+# --- modinfo of the built module
+
+# Parameters the sources declare: module! params, and hand-made parmtype= records.
+declared_parameters() {
+    {
+        sed -n '/^module! {/,/^}/p' rust/neuron_ds.rs |
+            sed -n '/^    params: {/,/^    },/p' | sed -n 's/^        \([a-z_][a-z0-9_]*\): .* {$/\1/p'
+        grep -ho 'parmtype=[a-z_][a-z0-9_]*:' rust/*.rs | sed 's/^parmtype=\(.*\):$/\1/'
+    } | sort -u
+}
+
+modinfo_describes_every_parameter() {
+    local declared listed name description
+    declared="$(declared_parameters)"
+    [ -n "$declared" ] || fail "no parameters found in rust/"
+    listed="$(modinfo -F parm "$module" | sed 's/:.*//' | sort -u)"
+    modinfo "$module"
+    [ "$declared" = "$listed" ] ||
+        fail "declared: $(tr '\n' ' ' <<<"$declared"), modinfo: $(tr '\n' ' ' <<<"$listed")" || return 1
+    while IFS= read -r line; do
+        name="${line%%:*}"
+        description="${line#*:}"
+        # modinfo appends " (type)"; a parameter without a description shows only that.
+        [[ "$description" =~ ^(.*)\([a-z0-9]+\)$ ]] && description="${BASH_REMATCH[1]}"
+        [ -n "${description// /}" ] || fail "parameter $name has no description" || return 1
+    done < <(modinfo -F parm "$module")
+}
+
+modinfo_has_description_author_license() {
+    local field
+    for field in description author license; do
+        [ -n "$(modinfo -F "$field" "$module")" ] || fail "no $field" || return 1
+    done
+    [ "$(modinfo -F license "$module")" = GPL ] || fail "license is not GPL"
+    [ "$(modinfo -F name "$module")" = neuron_ds ] || fail "name is not neuron_ds"
+    modinfo -F vermagic "$module" | grep -q "^$release " || fail "vermagic is not for $release"
+}
+
+modprobe_example_names_every_parameter() {
+    local name
+    for name in $(modinfo -F parm "$module" | sed 's/:.*//'); do
+        contains packaging/neuron_ds.conf "#options neuron_ds $name=" || return 1
+    done
+    # Commented out, so that installing it changes nothing.
+    ! grep -q '^options' packaging/neuron_ds.conf || fail "an option is active"
+}
+
+# --- make install DESTDIR=
+
+install_lays_out_module_rule_and_example() {
+    local dest="$tmp/install" files expected
+    make -s install KDIR="$kdir" DESTDIR="$dest" VARIANT="$variant" >"$tmp/out" 2>&1
+    local status=$?
+    cat "$tmp/out"
+    [ "$status" -eq 0 ] || return 1
+    ! grep -qi warning "$tmp/out" || fail "make install warned" || return 1
+    files="$(cd "$dest" && find . -type f | sed 's|^\./||' | sort)"
+    expected="$(printf '%s\n' etc/modprobe.d/neuron_ds.conf "lib/modules/$release/updates/rust/neuron_ds.ko" \
+        usr/lib/udev/rules.d/60-neuron-ds.rules | sort)"
+    [ "$files" = "$expected" ] || fail "installed:" "$files" || return 1
+    cmp "$dest/usr/lib/udev/rules.d/60-neuron-ds.rules" packaging/60-neuron-ds.rules &&
+        cmp "$dest/etc/modprobe.d/neuron_ds.conf" packaging/neuron_ds.conf &&
+        cmp "$dest/lib/modules/$release/updates/rust/neuron_ds.ko" "$module"
+}
+
+depmod_indexes_the_staged_module() {
+    local dest="$tmp/install"
+    depmod -b "$dest" "$release" || return 1
+    contains "$dest/lib/modules/$release/modules.dep" "updates/rust/neuron_ds.ko:" &&
+        # modinfo and modprobe find the module by name through depmod's index.
+        [ "$(modinfo -b "$dest" -k "$release" -F name neuron_ds)" = neuron_ds ] &&
+        modprobe -d "$dest" -S "$release" --show-depends neuron_ds | grep -q "updates/rust/neuron_ds.ko"
+}
+
+install_keeps_an_edited_modprobe_file() {
+    local dest="$tmp/install"
+    echo "options neuron_ds devices=4" >"$dest/etc/modprobe.d/neuron_ds.conf"
+    make -s install-files DESTDIR="$dest" | grep -q keeping &&
+        [ "$(cat "$dest/etc/modprobe.d/neuron_ds.conf")" = "options neuron_ds devices=4" ]
+}
+
+install_mod_path_alone_stages_the_module() {
+    local dest="$tmp/modpath"
+    make -s install-module KDIR="$kdir" INSTALL_MOD_PATH="$dest" VARIANT="$variant" &&
+        [ -f "$dest/lib/modules/$release/updates/rust/neuron_ds.ko" ]
+}
+
+udev_rule_is_well_formed() {
+    local rules line
+    rules="$(grep -v '^#' packaging/60-neuron-ds.rules | grep -v '^$')"
+    [ "$(wc -l <<<"$rules")" -eq 1 ] || fail "expected one rule: $rules" || return 1
+    line="$rules"
+    # Every key: a known key, a match (==) or assignment (=) operator, a quoted value.
+    IFS=',' read -ra pairs <<<"$line"
+    for pair in "${pairs[@]}"; do
+        pair="${pair# }"
+        [[ "$pair" =~ ^(KERNEL|SUBSYSTEM)==\"[^\"]+\"$ || "$pair" =~ ^(GROUP|MODE)=\"[^\"]+\"$ ]] ||
+            fail "malformed: $pair" || return 1
+    done
+    [[ "$line" == *'KERNEL=="neuron[0-9]*"'* && "$line" == *'SUBSYSTEM=="misc"'* ]] &&
+        [[ "$line" == *'GROUP="neuron"'* && "$line" == *'MODE="0660"'* ]]
+}
+
+# --- DKMS
+
+dkms_conf_matches_the_project() {
+    local workspace_version
+    workspace_version="$(sed -n 's/^version = "\(.*\)"$/\1/p' userspace/Cargo.toml | head -n1)"
+    [ "$version" = "$workspace_version" ] ||
+        fail "dkms.conf has $version, the Cargo workspace $workspace_version" || return 1
+    # Sourced the way dkms reads it, with the variables it provides.
+    (
+        kernel_source_dir="$kdir"
+        # shellcheck disable=SC1091
+        source packaging/dkms.conf
+        [ "$PACKAGE_NAME" = neuron-ds ] && [ "${BUILT_MODULE_NAME[0]}" = neuron_ds ] &&
+            [ "${BUILT_MODULE_LOCATION[0]}" = rust/ ] &&
+            [ "${MAKE[0]}" = "bash packaging/kbuild.sh '$kdir' modules" ] &&
+            [ "$BUILD_EXCLUSIVE_CONFIG" = CONFIG_RUST ]
+    )
+}
+
+dkms=(dkms --dkmstree "$tmp/dkms" --sourcetree "$tmp/dkms-root/usr/src")
+
+dkms_source_tree_is_complete() {
+    local src="$tmp/dkms-root/usr/src/neuron-ds-$version"
+    make -s dkms-source DESTDIR="$tmp/dkms-root" || return 1
+    [ -f "$src/dkms.conf" ] && [ -f "$src/Kbuild" ] && [ -x "$src/packaging/kbuild.sh" ] &&
+        cmp "$src/rust/neuron_ds.rs" rust/neuron_ds.rs &&
+        cmp "$src/userspace/nds-abi/src/layout.rs" userspace/nds-abi/src/layout.rs
+}
+
+dkms_adds_and_builds_against_the_kernel_tree() {
+    mkdir -p "$tmp/dkms"
+    "${dkms[@]}" add -m neuron-ds -v "$version" || return 1
+    "${dkms[@]}" build -m neuron-ds -v "$version" -k "$release" --kernelsourcedir "$kdir" || {
+        cat "$tmp/dkms/neuron-ds/$version/build/make.log"
+        return 1
+    }
+    local built="$tmp/dkms/neuron-ds/$version/$release/x86_64/module/neuron_ds.ko"
+    [ -f "$built" ] || fail "no $built" || return 1
+    modinfo -F vermagic "$built" | grep -q "^$release " || fail "vermagic"
+}
+
+dkms_status_reports_built() {
+    "${dkms[@]}" status -m neuron-ds -v "$version" | tee "$tmp/status"
+    contains "$tmp/status" "neuron-ds/$version, $release, x86_64: built"
+}
+
+dkms_skips_a_kernel_without_rust() {
+    local tree="$tmp/norust-tree"
+    fake_tree "$tree"
+    grep -v '^CONFIG_RUST=' "$kdir/.config" >"$tree/.config"
+    echo "$release-norust" >"$tree/include/config/kernel.release"
+    "${dkms[@]}" build -m neuron-ds -v "$version" -k "$release-norust" --kernelsourcedir "$tree" \
+        >"$tmp/out" 2>&1
+    local status=$?
+    cat "$tmp/out"
+    # 77: dkms's "skipped" status; nothing may have been built.
+    [ "$status" -eq 77 ] && contains "$tmp/out" "BUILD_EXCLUSIVE" &&
+        [ ! -e "$tmp/dkms/neuron-ds/$version/$release-norust/x86_64/module" ]
+}
+
+# --- the tools' Debian package
+
+deb=""
+deb_builds() {
+    bash packaging/deb.sh --profile dev --fast --output "$tmp/deb" || return 1
+    deb="$(ls "$tmp/deb"/neuron-ds-tools_*.deb)" && [ -f "$deb" ]
+}
+
+deb_control_fields() {
+    [ -n "$deb" ] || fail "no package" || return 1
+    dpkg-deb -f "$deb" >"$tmp/control"
+    cat "$tmp/control"
+    contains "$tmp/control" "Package: neuron-ds-tools" &&
+        contains "$tmp/control" "Version: $version-1" &&
+        contains "$tmp/control" "Architecture: amd64" || return 1
+    grep -q '^Depends:.*libc6' "$tmp/control" || fail "no libc6 dependency"
+}
+
+# The package's files, without directories, as "mode path".
+deb_files() {
+    dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { sub(/^\.\//, "", $6); print $1, $6 }' | sort -k2
+}
+
+deb_ships_binaries_pages_completions_rule() {
+    [ -n "$deb" ] || fail "no package" || return 1
+    deb_files >"$tmp/files"
+    local tool page
+    cat "$tmp/files"
+    for tool in nrt-status nds-loadgen nds-metrics nds-monitor nds-top; do
+        contains "$tmp/files" "-rwxr-xr-x usr/bin/$tool" &&
+            contains "$tmp/files" "usr/share/man/man1/$tool.1.gz" &&
+            contains "$tmp/files" "usr/share/bash-completion/completions/$tool" &&
+            contains "$tmp/files" "usr/share/zsh/vendor-completions/_$tool" &&
+            contains "$tmp/files" "usr/share/fish/vendor_completions.d/$tool.fish" || return 1
+    done
+    for page in nds-loadgen-run nds-loadgen-baseline nds-loadgen-compare nds-monitor-serve; do
+        contains "$tmp/files" "usr/share/man/man1/$page.1.gz" || return 1
+    done
+    contains "$tmp/files" "-rw-r--r-- usr/lib/udev/rules.d/60-neuron-ds.rules" &&
+        contains "$tmp/files" "usr/share/doc/neuron-ds-tools/examples/modprobe.d/neuron_ds.conf" &&
+        contains "$tmp/files" "usr/share/doc/neuron-ds-tools/copyright" || return 1
+    # Only the five tools are programs.
+    [ "$(grep -c ' usr/bin/' "$tmp/files")" -eq 5 ] || fail "usr/bin holds more than the tools"
+}
+
+deb_contents_work() {
+    [ -n "$deb" ] || fail "no package" || return 1
+    local tree="$tmp/deb-tree" tool
+    dpkg-deb -x "$deb" "$tree"
+    cmp "$tree/usr/lib/udev/rules.d/60-neuron-ds.rules" packaging/60-neuron-ds.rules || return 1
+    for tool in nrt-status nds-loadgen nds-metrics nds-monitor nds-top; do
+        "$tree/usr/bin/$tool" --version | grep -qx "$tool $version" || fail "$tool --version" || return 1
+        MANWIDTH=80 man -l "$tree/usr/share/man/man1/$tool.1.gz" >"$tmp/page" 2>"$tmp/man.err" ||
+            fail "man $tool: $(cat "$tmp/man.err")" || return 1
+        contains "$tmp/page" "SYNOPSIS" && contains "$tmp/page" "--help" || return 1
+    done
+    bash -n "$tree/usr/share/bash-completion/completions/nds-monitor"
+}
+
+deb_postinst_creates_the_group() {
+    [ -n "$deb" ] || fail "no package" || return 1
+    dpkg-deb -e "$deb" "$tmp/deb-control"
+    [ -x "$tmp/deb-control/postinst" ] && sh -n "$tmp/deb-control/postinst" &&
+        contains "$tmp/deb-control/postinst" "groupadd --system neuron" || return 1
+    ! grep -q '#DEBHELPER#' "$tmp/deb-control/postinst" || fail "#DEBHELPER# left in postinst"
+}
+
+# --- cargo install, and the documentation
+
+install_tools_lays_out_binaries_pages_completions() {
+    local dest="$tmp/tools" tool
+    make -s install-tools DESTDIR="$dest" PREFIX=/usr/local CARGO_INSTALL_ARGS=--debug || return 1
+    for tool in nrt-status nds-loadgen nds-metrics nds-monitor nds-top; do
+        "$dest/usr/local/bin/$tool" --version | grep -qx "$tool $version" &&
+            [ -f "$dest/usr/local/share/man/man1/$tool.1" ] &&
+            [ -f "$dest/usr/local/share/bash-completion/completions/$tool" ] &&
+            [ -f "$dest/usr/local/share/zsh/site-functions/_$tool" ] &&
+            [ -f "$dest/usr/local/share/fish/vendor_completions.d/$tool.fish" ] ||
+            fail "incomplete install of $tool" || return 1
+    done
+    # --no-track: no cargo bookkeeping files in the prefix.
+    [ ! -e "$dest/usr/local/.crates.toml" ] || fail "cargo's .crates.toml in the prefix"
+}
+
+install_rst_is_valid_restructuredtext() {
+    local python
+    # The first Python that has docutils (python3-docutils serves the system one).
+    for python in python3 /usr/bin/python3 ""; do
+        [ -n "$python" ] || fail "no python3 with docutils" || return 1
+        "$python" -c "import docutils" 2>/dev/null && break
+    done
+    "$python" - Documentation/install.rst <<'PY'
+import sys
+import docutils.core
+docutils.core.publish_doctree(
+    open(sys.argv[1], encoding="utf-8").read(),
+    source_path=sys.argv[1],
+    settings_overrides={"report_level": 2, "halt_level": 2},
+)
+PY
+}
+
+check "kbuild.sh accepts the cached kernel tree and picks its clang" kbuild_accepts_the_cached_tree
+check "kbuild.sh explains a tree without the Rust metadata (headers package)" kbuild_explains_a_tree_without_rust_metadata
+check "kbuild.sh explains a kernel without CONFIG_RUST" kbuild_explains_a_kernel_without_rust
+check "kbuild.sh explains a rustc other than the kernel's" kbuild_explains_another_rustc
+check "kbuild.sh explains a missing tree" kbuild_explains_a_missing_tree
+check "modinfo lists every declared parameter, each with a description" modinfo_describes_every_parameter
+check "modinfo has description, author, license, name, vermagic" modinfo_has_description_author_license
+check "the modprobe.d example names every parameter, all commented out" modprobe_example_names_every_parameter
+check "make install DESTDIR= lays out the module, udev rule and modprobe.d example" install_lays_out_module_rule_and_example
+check "depmod indexes the staged module; modinfo/modprobe find it by name" depmod_indexes_the_staged_module
+check "make install keeps an edited modprobe.d file" install_keeps_an_edited_modprobe_file
+check "make install-module INSTALL_MOD_PATH= stages the module" install_mod_path_alone_stages_the_module
+check "the udev rule is well formed (0660, group neuron, misc neuron[0-9]*)" udev_rule_is_well_formed
+check "dkms.conf parses as dkms sources it and matches the project" dkms_conf_matches_the_project
+check "make dkms-source stages a complete DKMS tree" dkms_source_tree_is_complete
+check "dkms add + build against the kernel tree" dkms_adds_and_builds_against_the_kernel_tree
+check "dkms status reports the module built" dkms_status_reports_built
+check "dkms skips a kernel without CONFIG_RUST" dkms_skips_a_kernel_without_rust
+check "packaging/deb.sh builds the .deb" deb_builds
+check ".deb control fields" deb_control_fields
+check ".deb ships binaries, man pages, completions, udev rule" deb_ships_binaries_pages_completions_rule
+check ".deb binaries run, pages render, rule is the project's" deb_contents_work
+check ".deb postinst creates the neuron group" deb_postinst_creates_the_group
+check "make install-tools DESTDIR= installs binaries, pages, completions" install_tools_lays_out_binaries_pages_completions
+check "Documentation/install.rst is valid reStructuredText" install_rst_is_valid_restructuredtext
+echo "1..$number"
+[ "$failures" -eq 0 ]
