@@ -34,7 +34,7 @@ MODULE_OUT = $(ROOT)/build/module-$(VARIANT)
 MODULE = $(MODULE_OUT)/rust/neuron_ds.ko
 
 .PHONY: all module deps kernel test test-debug demo qemu-run rustfmt rustfmtcheck clean \
-	install install-module install-files dkms-source dkms-install deb install-tools
+	install install-module install-files dkms-source dkms-install dkms-preflight deb install-tools
 
 all: module
 
@@ -125,19 +125,21 @@ dkms-source:
 
 # Registers, builds and installs the module with DKMS for the running kernel (or KDIR's),
 # replacing an earlier registration of the same version.
-dkms-install:
-	@[ -z "$(DESTDIR)" ] || { echo "dkms-install works on this system; stage with 'make dkms-source DESTDIR=...'" >&2; exit 1; }
-	@command -v dkms >/dev/null || { echo "dkms is not installed (apt-get install dkms)" >&2; exit 1; }
+dkms-install: dkms-preflight
+	@$(MAKE) --no-print-directory dkms-source
 	@release="$$(cat "$(INSTALL_KDIR)/include/config/kernel.release" 2>/dev/null || uname -r)"; \
-	bash packaging/kbuild.sh --check "$(INSTALL_KDIR)" >/dev/null || exit 1; \
 	if dkms status -m $(DKMS_NAME) -v $(DKMS_VERSION) | grep -q .; then \
 		dkms remove -m $(DKMS_NAME) -v $(DKMS_VERSION) --all; \
 	fi; \
-	$(MAKE) --no-print-directory dkms-source && \
 	dkms add -m $(DKMS_NAME) -v $(DKMS_VERSION) && \
 	dkms build -m $(DKMS_NAME) -v $(DKMS_VERSION) -k "$$release" --kernelsourcedir "$(INSTALL_KDIR)" && \
 	dkms install -m $(DKMS_NAME) -v $(DKMS_VERSION) -k "$$release"
 	@$(MAKE) --no-print-directory install-files
+
+dkms-preflight:
+	@[ -z "$(DESTDIR)" ] || { echo "dkms-install works on this system; stage with 'make dkms-source DESTDIR=...'" >&2; exit 1; }
+	@command -v dkms >/dev/null || { echo "dkms is not installed (apt-get install dkms)" >&2; exit 1; }
+	@bash packaging/kbuild.sh --check "$(INSTALL_KDIR)" >/dev/null
 
 # The pinned cargo-deb first; DEB_PROFILE=<cargo profile> packages another profile's build.
 deb:
