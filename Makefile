@@ -9,6 +9,7 @@
 #   make test         host tests + KUnit in QEMU + guest integration tests, one summary line
 #   make test-debug   the same on the debug kernel (KASAN, lockdep, Rust debug assertions)
 #   make demo         the main job: boot the guest, load the module, show it working
+#   make bench        host + guest benchmarks as one table (not part of make test)
 #   make qemu-run EXTRA=<dir> CMD='<command>'   run your own program against the module
 #   make rustfmt / make rustfmtcheck            format / check the module's Rust sources
 #
@@ -33,7 +34,7 @@ endif
 MODULE_OUT = $(ROOT)/build/module-$(VARIANT)
 MODULE = $(MODULE_OUT)/rust/neuron_ds.ko
 
-.PHONY: all module deps kernel test test-debug demo qemu-run rustfmt rustfmtcheck clean \
+.PHONY: all module deps kernel test test-debug demo bench qemu-run rustfmt rustfmtcheck clean \
 	install install-module install-files dkms-source dkms-install dkms-preflight deb install-tools
 
 all: module
@@ -64,6 +65,9 @@ test-debug:
 
 demo:
 	bash qemu/demo.sh
+
+bench:
+	bash tests/bench.sh
 
 qemu-run:
 	bash qemu/qemu-run.sh "$(VARIANT)" "$(EXTRA)" "$(CMD)"
@@ -109,8 +113,10 @@ install-files:
 	fi
 ifneq ($(LIVE),)
 	getent group neuron >/dev/null || groupadd --system neuron
-	-udevadm control --reload-rules && \
-		udevadm trigger --subsystem-match=misc --sysname-match='neuron[0-9]*'
+	@if [ -d /run/udev ] && command -v udevadm >/dev/null; then \
+		udevadm control --reload-rules && \
+		udevadm trigger --subsystem-match=misc --sysname-match='neuron[0-9]*'; \
+	fi
 endif
 
 # What DKMS builds from: dkms.conf at the top, the module's sources, the shared wire-format

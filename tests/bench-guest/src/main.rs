@@ -1,0 +1,380 @@
+//! Guest timing binary of `make bench`: the kernel paths of the neuron_ds module, timed with
+//! real system calls inside the QEMU guest, each next to its floor.
+//!
+//! | measurement | floor |
+//! | --- | --- |
+//! | open + ACQUIRE + mmap + touch 64 pages + munmap + RELEASE + close | open + 2 null ioctls on the same device + mmap(MAP_POPULATE) of a 256 KiB memfd + touch 64 pages + munmap + close |
+//! | RELEASE (aggregation, zeroing) with 16 live slabs | the same with 1 live slab |
+//! | open + read + close of a sysfs total, 1 and 16 live slabs | the same for the misc device's `dev` attribute |
+//!
+//! A "null ioctl" is a command the driver does not know: it goes through the whole ioctl path
+//! into the driver and comes back with ENOTTY. Each pair is measured in alternating rounds so
+//! that a slow phase of the host (other builds on the same two cores) hits both sides; each
+//! round gives one sample (the mean of one batch) and the median sample is printed as a line
+//! `BENCH <key> <ns per op> <samples>` that `nds-bench-report` reads.
+//!
+//! Nothing is asserted about timings; the binary fails only when a system call does.
+
+use std::ffi::c_void;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::ptr::NonNull;
+use std::time::{Duration, Instant};
+
+use nds_abi::ioctl::{
+    NeuronDsInfo, NEURON_IOCTL_ACQUIRE_NEURON_DS, NEURON_IOCTL_RELEASE_NEURON_DS,
+};
+use nds_abi::layout::{NEURON_DATASTORE_SIZE, NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE};
+use nds_abi::sysfs::{sysfs_counter, SysfsGroup};
+use nds_bench::report::GuestBench;
+
+/// The device under test.
+const DEVICE: &str = "/dev/neuron0";
+/// Its sysfs directory.
+const SYSFS_DEVICE: &str = "/sys/class/misc/neuron0";
+/// `_IO('N', 0)`: a command the driver does not implement.
+const NULL_IOCTL: u32 = 0x4E00;
+/// Guest page size.
+const PAGE_SIZE: usize = 4096;
+/// Rounds per comparison: samples per side.
+const ROUNDS: usize = 11;
+/// Wall time of one batch (one sample).
+const BATCH: Duration = Duration::from_millis(40);
+
+type Result<T, E = io::Error> = std::result::Result<T, E>;
+
+/// Adds the failing step to an I/O error.
+fn context<T>(result: io::Result<T>, step: &str) -> Result<T> {
+    result.map_err(|error| io::Error::new(error.kind(), format!("{step}: {error}")))
+}
+
+/// `-1` from a system call as the errno it set.
+fn check(rc: libc::c_int, step: &str) -> Result<libc::c_int> {
+    if rc < 0 {
+        context(Err(io::Error::last_os_error()), step)
+    } else {
+        Ok(rc)
+    }
+}
+
+/// An open device node and the datastore ioctls on it.
+struct Device(File);
+
+impl Device {
+    fn open() -> Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(DEVICE);
+        context(file, DEVICE).map(Self)
+    }
+
+    fn ioctl(&self, request: u32, arg: *mut NeuronDsInfo, step: &str) -> Result<libc::c_int> {
+        // SAFETY: the datastore commands take a pointer to a 24-byte argument that `arg` points
+        // to; the driver rejects any other command without touching `arg`. The cast only
+        // changes the C library's request type (`int` on musl), not the bits.
+        check(
+            unsafe { libc::ioctl(self.0.as_raw_fd(), request as libc::Ioctl, arg) },
+            step,
+        )
+    }
+
+    /// ACQUIRE of the caller's own slab; returns its mmap offset.
+    fn acquire(&self) -> Result<u64> {
+        let mut info = NeuronDsInfo::for_pid(0);
+        self.ioctl(NEURON_IOCTL_ACQUIRE_NEURON_DS, &mut info, "ACQUIRE")?;
+        Ok(info.mmap_offset)
+    }
+
+    /// RELEASE of the caller's own slab.
+    fn release(&self) -> Result<()> {
+        let mut info = NeuronDsInfo::for_pid(0);
+        self.ioctl(NEURON_IOCTL_RELEASE_NEURON_DS, &mut info, "RELEASE")
+            .map(drop)
+    }
+
+    /// An ioctl the driver answers with ENOTTY.
+    fn null_ioctl(&self) -> Result<()> {
+        let mut info = NeuronDsInfo::for_pid(0);
+        // SAFETY: as in `ioctl`; the driver does not know the command and ignores `info`.
+        let rc = unsafe { libc::ioctl(self.0.as_raw_fd(), NULL_IOCTL as libc::Ioctl, &mut info) };
+        let error = io::Error::last_os_error();
+        match (rc, error.raw_os_error()) {
+            (-1, Some(libc::ENOTTY)) => Ok(()),
+            (-1, _) => context(Err(error), "null ioctl"),
+            _ => Err(io::Error::other("null ioctl: the driver accepted it")),
+        }
+    }
+}
+
+/// A shared 256 KiB mapping, unmapped on drop.
+struct Mapping(NonNull<c_void>);
+
+impl Mapping {
+    fn new(fd: libc::c_int, offset: u64, extra_flags: libc::c_int) -> Result<Self> {
+        let offset = libc::off_t::try_from(offset).map_err(io::Error::other)?;
+        // SAFETY: a fresh shared mapping at an address the kernel chooses.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                NEURON_DATASTORE_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | extra_flags,
+                fd,
+                offset,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return context(Err(io::Error::last_os_error()), "mmap");
+        }
+        NonNull::new(addr)
+            .map(Self)
+            .ok_or_else(|| io::Error::other("mmap returned NULL"))
+    }
+
+    /// Writes one byte in each of the 64 pages, as a producer starting up would.
+    fn touch(&self) {
+        for page in 0..NEURON_DATASTORE_SIZE / PAGE_SIZE {
+            // SAFETY: inside the writable mapping; nothing else in this process uses it.
+            unsafe {
+                self.0
+                    .as_ptr()
+                    .cast::<u8>()
+                    .add(page * PAGE_SIZE + PAGE_SIZE / 2)
+                    .write_volatile(1);
+            }
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping created in `new`, unmapped once.
+        unsafe { libc::munmap(self.0.as_ptr(), NEURON_DATASTORE_SIZE) };
+    }
+}
+
+/// A 256 KiB memfd, the floor's stand-in for a slab.
+fn memfd() -> Result<File> {
+    // SAFETY: a NUL-terminated name; the new descriptor is owned by the returned `File`.
+    let fd = check(
+        unsafe { libc::memfd_create(c"nds-bench-floor".as_ptr(), libc::MFD_CLOEXEC) },
+        "memfd_create",
+    )?;
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    let file = unsafe { File::from_raw_fd(fd) };
+    context(
+        file.set_len(u64::try_from(NEURON_DATASTORE_SIZE).map_err(io::Error::other)?),
+        "ftruncate memfd",
+    )?;
+    Ok(file)
+}
+
+/// One batch: runs `op` until [`BATCH`] has passed; `op` returns the time to count for its
+/// run (all of it, or only the part under test). Returns the mean counted time per op.
+fn batch(mut op: impl FnMut() -> Result<Duration>) -> Result<f64> {
+    let start = Instant::now();
+    let (mut counted, mut ops) = (Duration::ZERO, 0u32);
+    while ops == 0 || start.elapsed() < BATCH {
+        counted += op()?;
+        ops += 1;
+    }
+    Ok(counted.as_secs_f64() * 1e9 / f64::from(ops))
+}
+
+/// Times the whole of `op`.
+fn whole(mut op: impl FnMut() -> Result<()>) -> impl FnMut() -> Result<Duration> {
+    move || {
+        let start = Instant::now();
+        op()?;
+        Ok(start.elapsed())
+    }
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// A measurement and the batch that produces one sample of it.
+type Side<'a> = (GuestBench, &'a mut dyn FnMut() -> Result<f64>);
+
+/// Collects [`ROUNDS`] samples of each side, one side after the other in every round, and
+/// prints one `BENCH` line per side.
+fn alternate(sides: &mut [Side<'_>]) -> Result<()> {
+    let mut samples = vec![Vec::new(); sides.len()];
+    for _ in 0..ROUNDS {
+        for ((_, sample), samples) in sides.iter_mut().zip(&mut samples) {
+            samples.push(sample()?);
+        }
+    }
+    for ((bench, _), samples) in sides.iter().zip(samples) {
+        println!("{}", bench.line(median(samples), ROUNDS));
+    }
+    Ok(())
+}
+
+/// One attach cycle of a producer, as the client library does it: open the node, ACQUIRE,
+/// map, touch every page, unmap, RELEASE, close.
+///
+/// The node is opened per cycle because the driver counts a writable mapping against its file
+/// until the file is closed (it cannot see the munmap): a slab mapped through a file is not
+/// handed out again while that file is open, so cycles on one long-lived file run out of slabs
+/// after 16.
+fn attach_cycle() -> Result<()> {
+    let device = Device::open()?;
+    let offset = device.acquire()?;
+    Mapping::new(device.0.as_raw_fd(), offset, 0)?.touch();
+    device.release()
+}
+
+/// The floor of a cycle: the same open and close of the node, two ioctls with no work behind
+/// them, and a populated mapping of shared memory that already exists, touched and unmapped.
+fn attach_floor(memfd: &File) -> Result<()> {
+    let device = Device::open()?;
+    device.null_ioctl()?;
+    Mapping::new(memfd.as_raw_fd(), 0, libc::MAP_POPULATE)?.touch();
+    device.null_ioctl()
+}
+
+/// ACQUIRE (not timed), then RELEASE (timed): the owner's release with aggregation.
+fn timed_release(device: &Device) -> Result<Duration> {
+    device.acquire()?;
+    let start = Instant::now();
+    device.release()?;
+    Ok(start.elapsed())
+}
+
+/// open + read to the end + close, as `cat` and monitors read sysfs.
+fn read_file(path: &str) -> Result<()> {
+    let mut file = context(File::open(path), path)?;
+    let mut buffer = [0u8; 64];
+    while context(file.read(&mut buffer), path)? != 0 {}
+    Ok(())
+}
+
+/// Processes that each own a slab of the device until dropped.
+struct Holders(Vec<(libc::pid_t, File)>);
+
+impl Holders {
+    /// Forks `count` children; each acquires its slab, reports, and waits for its pipe to close.
+    fn spawn(count: usize) -> Result<Self> {
+        let mut holders = Self(Vec::new());
+        for _ in 0..count {
+            let mut ready = [0; 2];
+            let mut hold = [0; 2];
+            // SAFETY: two-element arrays for pipe's two descriptors.
+            check(unsafe { libc::pipe(ready.as_mut_ptr()) }, "pipe")?;
+            check(unsafe { libc::pipe(hold.as_mut_ptr()) }, "pipe")?;
+            // SAFETY: this process is single-threaded; the child only makes system calls and
+            // leaves with `_exit`.
+            let pid = check(unsafe { libc::fork() }, "fork")?;
+            if pid == 0 {
+                let status =
+                    match Device::open().and_then(|device| device.acquire().map(|_| device)) {
+                        Ok(device) => {
+                            let mut byte = [1u8];
+                            // SAFETY: the child's descriptors of the two pipes. Closing its
+                            // copy of the hold pipe's write end first lets the read return
+                            // when the parent closes the last one.
+                            unsafe {
+                                libc::close(hold[1]);
+                                libc::close(ready[0]);
+                                libc::write(ready[1], byte.as_ptr().cast(), 1);
+                                libc::read(hold[0], byte.as_mut_ptr().cast(), 1);
+                            }
+                            drop(device);
+                            0
+                        }
+                        Err(_) => 1,
+                    };
+                // SAFETY: leaving the child without running the parent's destructors.
+                unsafe { libc::_exit(status) };
+            }
+            // SAFETY: the parent's copies of the ends it does not use, and then `ready[0]`,
+            // which is owned by nothing else.
+            let mut ready_file = unsafe {
+                libc::close(ready[1]);
+                libc::close(hold[0]);
+                File::from_raw_fd(ready[0])
+            };
+            // SAFETY: `hold[1]` is owned by nothing else.
+            let hold_file = unsafe { File::from_raw_fd(hold[1]) };
+            holders.0.push((pid, hold_file));
+            let mut byte = [0u8];
+            context(
+                ready_file.read_exact(&mut byte),
+                "a slab holder failed to acquire",
+            )?;
+        }
+        Ok(holders)
+    }
+}
+
+impl Drop for Holders {
+    fn drop(&mut self) {
+        // Every child inherited the write ends of its elders' pipes, so a child sees the end of
+        // its own pipe only once all are closed: close them all before waiting for any.
+        let pids: Vec<_> = self.0.drain(..).map(|(pid, _hold)| pid).collect();
+        for pid in pids {
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let device = Device::open()?;
+    let memfd = memfd()?;
+    alternate(&mut [
+        (GuestBench::AttachCycle, &mut || batch(whole(attach_cycle))),
+        (GuestBench::AttachFloor, &mut || {
+            batch(whole(|| attach_floor(&memfd)))
+        }),
+    ])?;
+
+    // The 15 other owners of the 16-live samples are forked before each of those samples and
+    // gone before the next 1-live one.
+    let others = NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE - 1;
+    alternate(&mut [
+        (GuestBench::ReleaseOneLive, &mut || {
+            batch(|| timed_release(&device))
+        }),
+        (GuestBench::ReleaseSixteenLive, &mut || {
+            let _holders = Holders::spawn(others)?;
+            batch(|| timed_release(&device))
+        }),
+    ])?;
+
+    let status = SysfsGroup::Status.dir_name();
+    let success = sysfs_counter(SysfsGroup::Status, "success")
+        .ok_or_else(|| io::Error::other("no sysfs counter named success"))?
+        .name;
+    let total = format!("{SYSFS_DEVICE}/neuron_core0/stats/{status}/{success}/total");
+    let dev = format!("{SYSFS_DEVICE}/dev");
+    // This process owns a slab throughout, so the total always has live slabs to add.
+    device.acquire()?;
+    alternate(&mut [
+        (GuestBench::SysfsTotalOneLive, &mut || {
+            batch(whole(|| read_file(&total)))
+        }),
+        (GuestBench::SysfsTotalSixteenLive, &mut || {
+            let _holders = Holders::spawn(others)?;
+            batch(whole(|| read_file(&total)))
+        }),
+        (GuestBench::SysfsDev, &mut || {
+            batch(whole(|| read_file(&dev)))
+        }),
+    ])?;
+    device.release()?;
+    io::stdout().flush()
+}
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("nds-bench-guest: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

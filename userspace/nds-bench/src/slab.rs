@@ -1,0 +1,206 @@
+//! Slabs for the host benchmarks, the full counter snapshot, and the `memcpy` reference.
+
+use std::ffi::c_void;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+
+use nds::{Backend, Datastore};
+use nds_abi::counters::{NDS_ND_COUNTER_COUNT, NDS_TOTAL_NC_COUNTER_COUNT};
+use nds_abi::layout::{NDS_REQUIRED_SIZE, NDS_TOTAL_NEURONCORE_COUNT};
+
+/// Counters in a full snapshot: 31 ND + 16 cores × 95 NC.
+pub const SNAPSHOT_COUNTERS: usize =
+    NDS_ND_COUNTER_COUNT + NDS_TOTAL_NEURONCORE_COUNT * NDS_TOTAL_NC_COUNTER_COUNT;
+
+/// A slab file in a fresh directory, removed on drop.
+///
+/// The directory is on `/dev/shm` when the host has it, so the slab is shared, cacheable memory
+/// that is never written back, like the driver's pages.
+#[derive(Debug)]
+pub struct ScratchSlab {
+    dir: PathBuf,
+}
+
+impl ScratchSlab {
+    /// Creates the directory; `name` makes it recognizable.
+    ///
+    /// # Errors
+    ///
+    /// When the directory cannot be created.
+    pub fn new(name: &str) -> io::Result<Self> {
+        let shm = Path::new("/dev/shm");
+        let base = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = base.join(format!("nds-bench-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(Self { dir })
+    }
+
+    /// The slab file.
+    #[must_use]
+    pub fn path(&self) -> PathBuf {
+        self.dir.join("slab")
+    }
+
+    /// The directory, for other scratch files of the same benchmark.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Opens the slab as its producer (read-write), creating it on first use.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Datastore::open`].
+    pub fn producer(&self) -> nds::Result<Datastore> {
+        Datastore::open(&Backend::file(self.path()), 0)
+    }
+
+    /// Opens the slab as a reader (read-only), as a monitor attached to another process does.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Datastore::open`]; the producer must have opened the slab first.
+    pub fn reader(&self) -> nds::Result<Datastore> {
+        let pid = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
+        Datastore::open(&Backend::file(self.path()), pid)
+    }
+}
+
+impl Drop for ScratchSlab {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Reads every counter of the slab through the public API into `out`, ND counters first, then
+/// each core's 95 NC counters: what a monitor does once per period.
+///
+/// # Errors
+///
+/// Those of [`Datastore::nd_counter`] and [`Datastore::nc_counter`].
+pub fn snapshot_counters(
+    datastore: &Datastore,
+    out: &mut [u64; SNAPSHOT_COUNTERS],
+) -> nds::Result<()> {
+    let (nd, nc) = out.split_at_mut(NDS_ND_COUNTER_COUNT);
+    for (index, value) in nd.iter_mut().enumerate() {
+        *value = datastore.nd_counter(index)?;
+    }
+    for (core, counters) in nc.chunks_exact_mut(NDS_TOTAL_NC_COUNTER_COUNT).enumerate() {
+        for (index, value) in counters.iter_mut().enumerate() {
+            *value = datastore.nc_counter(core, index)?;
+        }
+    }
+    Ok(())
+}
+
+/// A read-only shared mapping of a slab's 67,200-byte region map: the `memcpy` reference.
+#[derive(Debug)]
+pub struct RegionMap {
+    addr: NonNull<c_void>,
+}
+
+impl RegionMap {
+    /// Maps the region map of the slab file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be opened or mapped.
+    pub fn open(path: &Path) -> io::Result<Self> {
+        let file = File::open(path)?;
+        // SAFETY: a fresh read-only shared mapping at an address the kernel chooses; no Rust
+        // reference to it is ever formed (it is only read by `memcpy`).
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                NDS_REQUIRED_SIZE,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        NonNull::new(addr)
+            .map(|addr| Self { addr })
+            .ok_or_else(|| io::Error::other("mmap returned NULL"))
+    }
+
+    /// Copies the whole region map into `out` with the C library's `memcpy`, as a reader that
+    /// trusts no layout would.
+    pub fn copy_to(&self, out: &mut [u8; NDS_REQUIRED_SIZE]) {
+        // SAFETY: the source is `NDS_REQUIRED_SIZE` mapped, readable bytes; `out` has as many
+        // and does not overlap a fresh mapping. Concurrent writers only change byte values.
+        unsafe {
+            libc::memcpy(
+                out.as_mut_ptr().cast(),
+                self.addr.as_ptr(),
+                NDS_REQUIRED_SIZE,
+            );
+        }
+    }
+}
+
+impl Drop for RegionMap {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping created in `open`, unmapped once.
+        unsafe { libc::munmap(self.addr.as_ptr(), NDS_REQUIRED_SIZE) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::Counter;
+
+    #[test]
+    fn the_snapshot_sees_every_counter_once_and_in_order() {
+        let slab = ScratchSlab::new("unit-snapshot").unwrap();
+        let producer = slab.producer().unwrap();
+        let mut expected = Vec::new();
+        for index in 0..NDS_ND_COUNTER_COUNT {
+            expected.push(Counter::Nd(index));
+        }
+        for core in 0..NDS_TOTAL_NEURONCORE_COUNT {
+            for index in 0..NDS_TOTAL_NC_COUNTER_COUNT {
+                expected.push(Counter::Nc { core, index });
+            }
+        }
+        assert_eq!(expected.len(), SNAPSHOT_COUNTERS);
+        for (value, counter) in (1..).zip(&expected) {
+            counter.increment(&producer, value).unwrap();
+        }
+        let mut out = [0; SNAPSHOT_COUNTERS];
+        snapshot_counters(&slab.reader().unwrap(), &mut out).unwrap();
+        assert!(out.iter().copied().eq(1..=SNAPSHOT_COUNTERS as u64));
+    }
+
+    #[test]
+    fn the_memcpy_reference_copies_the_region_map() {
+        let slab = ScratchSlab::new("unit-memcpy").unwrap();
+        let producer = slab.producer().unwrap();
+        Counter::Nc {
+            core: 15,
+            index: 94,
+        }
+        .increment(&producer, 0xAB)
+        .unwrap();
+        let mut out = [0; NDS_REQUIRED_SIZE];
+        RegionMap::open(&slab.path()).unwrap().copy_to(&mut out);
+        assert_eq!(
+            out[NDS_REQUIRED_SIZE - 16],
+            0xAB,
+            "last counter before the pad word"
+        );
+    }
+}
