@@ -18,7 +18,7 @@ use nds_bench::counters::{raw_increment, Band, Counter, Sharing};
 use nds_bench::report::{
     counter_group, ours_increment, peer, record, snapshot, RECORD_GROUP, SNAPSHOT_GROUP,
 };
-use nds_bench::slab::{snapshot_counters, RegionMap, ScratchSlab, SNAPSHOT_COUNTERS};
+use nds_bench::slab::{snapshot_counters, MappedWord, RegionMap, ScratchSlab, SNAPSHOT_COUNTERS};
 use nds_bench::threads::{pin_to_cpu, run_pair, Hammer, MEASURING_CPU};
 use prometheus_client::metrics::counter::Counter as PrometheusCounter;
 use zerocopy::{FromZeros, IntoBytes};
@@ -91,6 +91,10 @@ fn increments(c: &mut Criterion) {
                 }),
             }
         });
+        if sharing == Sharing::Single {
+            let word = MappedWord::open(&slab.path(), Band::Nc.counter(0)).expect("slab word");
+            group.bench_function(peer::RAW_SLAB, |b| b.iter(|| raw_increment(word.word(), 1)));
+        }
         #[cfg(feature = "mmv")]
         {
             let lane0 = mmv.counter(0);

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use nds::Datastore;
 use nds_abi::counters::{ExtNcCounter, NcCounter, NdCounter};
-use nds_abi::layout::NDS_MAX_NEURONCORE_COUNT;
+use nds_abi::layout::{nc_counter_offset, nd_counter_offset, NDS_MAX_NEURONCORE_COUNT};
 
 /// The part of the slab a benchmarked counter lives in: the ND counters and the three NC bands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +153,15 @@ impl Counter {
         }
     }
 
+    /// The counter's byte offset in the slab, `None` if it does not exist.
+    #[must_use]
+    pub fn offset(self) -> Option<usize> {
+        match self {
+            Self::Nd(index) => nd_counter_offset(index),
+            Self::Nc { core, index } => nc_counter_offset(core, index).ok(),
+        }
+    }
+
     /// Reads the counter through the public API.
     ///
     /// # Errors
@@ -175,15 +184,10 @@ pub fn raw_increment(word: &AtomicU64, delta: u64) {
 
 #[cfg(test)]
 mod tests {
-    use nds_abi::layout::{nc_counter_offset, nd_counter_offset};
-
     use super::*;
 
     fn offset(counter: Counter) -> usize {
-        match counter {
-            Counter::Nd(index) => nd_counter_offset(index).unwrap(),
-            Counter::Nc { core, index } => nc_counter_offset(core, index).unwrap(),
-        }
+        counter.offset().unwrap()
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub fn ours_increment(band: Band) -> String {
 pub mod peer {
     /// `AtomicU64::fetch_add` on a local: the physical floor.
     pub const RAW: &str = "raw";
+    /// `AtomicU64::fetch_add` on the slab's counter word, mapped without the library (one
+    /// thread only): tells the memory's share of a miss from the API's.
+    pub const RAW_SLAB: &str = "raw-slab";
     /// PCP MMV's `mmv_inc_value`.
     pub const MMV: &str = "mmv";
     /// `prometheus_client::metrics::counter::Counter::inc_by`.
@@ -223,6 +226,14 @@ pub fn rows() -> Vec<Row> {
                 Measure::Host(group.clone(), ours_increment(band)),
                 Measure::host(&group, peer::RAW),
                 Goal::AtMost(1.10),
+            ));
+        }
+        if sharing == Sharing::Single {
+            rows.push(Row::new(
+                "fetch_add on the slab word, 1 thread / on a local".into(),
+                Measure::host(&group, peer::RAW_SLAB),
+                Measure::host(&group, peer::RAW),
+                Goal::None,
             ));
         }
         let slowest = Measure::SlowestHost(group.clone(), Band::ALL.map(ours_increment).into());
@@ -495,6 +506,6 @@ mod tests {
         keys.sort_unstable();
         keys.dedup();
         assert_eq!(keys.len(), GuestBench::ALL.len());
-        assert_eq!(rows().len(), 3 * 6 + 4 + 4);
+        assert_eq!(rows().len(), 3 * 6 + 1 + 4 + 4);
     }
 }

@@ -6,10 +6,13 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
+use std::sync::atomic::AtomicU64;
 
 use nds::{Backend, Datastore};
 use nds_abi::counters::{NDS_ND_COUNTER_COUNT, NDS_TOTAL_NC_COUNTER_COUNT};
-use nds_abi::layout::{NDS_REQUIRED_SIZE, NDS_TOTAL_NEURONCORE_COUNT};
+use nds_abi::layout::{NDS_REQUIRED_SIZE, NDS_TOTAL_NEURONCORE_COUNT, NEURON_DATASTORE_SIZE};
+
+use crate::counters::Counter;
 
 /// Counters in a full snapshot: 31 ND + 16 cores × 95 NC.
 pub const SNAPSHOT_COUNTERS: usize =
@@ -158,10 +161,67 @@ impl Drop for RegionMap {
     }
 }
 
+/// One counter word of a slab file, reached through a writable shared mapping of the whole
+/// slab without the client library: what an increment costs on that memory, no API around it.
+#[derive(Debug)]
+pub struct MappedWord {
+    addr: NonNull<c_void>,
+    offset: usize,
+}
+
+impl MappedWord {
+    /// Maps the slab file at `path` read-write and points at `counter`.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be opened or mapped, or `counter` does not exist.
+    pub fn open(path: &Path, counter: Counter) -> io::Result<Self> {
+        let offset = counter
+            .offset()
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let file = File::options().read(true).write(true).open(path)?;
+        // SAFETY: a fresh shared mapping at an address the kernel chooses; it is only accessed
+        // through the atomic handed out by `word`.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                NEURON_DATASTORE_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        NonNull::new(addr)
+            .map(|addr| Self { addr, offset })
+            .ok_or_else(|| io::Error::other("mmap returned NULL"))
+    }
+
+    /// The counter word.
+    #[must_use]
+    pub fn word(&self) -> &AtomicU64 {
+        // SAFETY: `offset` is a counter's offset, inside the mapping and 8-aligned (the mapping
+        // is page-aligned); the mapping lives as long as `self`, and every access to slab
+        // words is atomic.
+        unsafe { AtomicU64::from_ptr(self.addr.as_ptr().cast::<u8>().add(self.offset).cast()) }
+    }
+}
+
+impl Drop for MappedWord {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping created in `open`, unmapped once.
+        unsafe { libc::munmap(self.addr.as_ptr(), NEURON_DATASTORE_SIZE) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
     use super::*;
-    use crate::counters::Counter;
 
     #[test]
     fn the_snapshot_sees_every_counter_once_and_in_order() {
@@ -202,5 +262,17 @@ mod tests {
             0xAB,
             "last counter before the pad word"
         );
+    }
+
+    #[test]
+    fn the_mapped_word_is_the_counter_the_library_increments() {
+        let slab = ScratchSlab::new("unit-word").unwrap();
+        let producer = slab.producer().unwrap();
+        let counter = Counter::Nc { core: 5, index: 1 };
+        counter.increment(&producer, 3).unwrap();
+        let word = MappedWord::open(&slab.path(), counter).unwrap();
+        assert_eq!(word.word().fetch_add(4, Ordering::Relaxed), 3);
+        assert_eq!(counter.read(&producer).unwrap(), 7);
+        assert!(MappedWord::open(&slab.path(), Counter::Nd(31)).is_err());
     }
 }
