@@ -266,6 +266,64 @@ dkms_skips_a_kernel_without_rust() {
         [ ! -e "$tmp/dkms/neuron-ds/$version/$release-norust/x86_64/module" ]
 }
 
+# --- installing into the running system, inside a private mount namespace whose /etc, /usr
+# and /var/lib/dkms are throw-away overlays: the machine itself is never touched. The kernel
+# counts as installed: /lib/modules/<release>/build points to the cached tree.
+
+live() {
+    cat >"$tmp/sandbox.sh" <<'SANDBOX'
+set -e
+upper="$1"
+shift
+for dir in etc usr var/lib/dkms; do
+    mkdir -p "$upper/$dir/upper" "$upper/$dir/work"
+    mount -t overlay overlay -o "lowerdir=/$dir,upperdir=$upper/$dir/upper,workdir=$upper/$dir/work" "/$dir"
+done
+mkdir -p "/lib/modules/$RELEASE"
+ln -sfn "$KDIR" "/lib/modules/$RELEASE/build"
+# What the kernel's own modules_install leaves there, for depmod.
+cp "$KDIR"/modules.order "$KDIR"/modules.builtin "$KDIR"/modules.builtin.modinfo "/lib/modules/$RELEASE/"
+"$@"
+SANDBOX
+    local upper
+    upper="$(mktemp -d "$tmp/live.XXXX")"
+    RELEASE="$release" KDIR="$kdir" unshare --mount --propagation private \
+        bash "$tmp/sandbox.sh" "$upper" "$@"
+}
+
+live_install_checks() {
+    make -s install KDIR="$kdir" VARIANT="$variant" >"$tmp/live-install.log" 2>&1 ||
+        { cat "$tmp/live-install.log"; false; }
+    ! grep -i warning "$tmp/live-install.log"
+    [ "$(modinfo -k "$release" -F filename neuron_ds)" = "/lib/modules/$release/updates/rust/neuron_ds.ko" ]
+    getent group neuron
+    cmp /usr/lib/udev/rules.d/60-neuron-ds.rules packaging/60-neuron-ds.rules
+    cmp /etc/modprobe.d/neuron_ds.conf packaging/neuron_ds.conf
+}
+
+live_dkms_install_checks() {
+    make -s dkms-install KDIR="$kdir"
+    dkms status neuron-ds | grep -x "neuron-ds/$version, $release, x86_64: installed"
+    [ "$(modinfo -k "$release" -F filename neuron_ds)" = "/lib/modules/$release/updates/dkms/neuron_ds.ko" ]
+    getent group neuron
+    [ -f "/usr/src/neuron-ds-$version/dkms.conf" ]
+    # Again: the earlier registration is replaced.
+    make -s dkms-install KDIR="$kdir"
+    [ "$(dkms status neuron-ds | wc -l)" -eq 1 ]
+}
+
+live_install_works() {
+    export -f live_install_checks
+    export kdir variant release tmp
+    live bash -c 'set -e; live_install_checks'
+}
+
+live_dkms_install_works() {
+    export -f live_dkms_install_checks
+    export kdir release version
+    live bash -c 'set -e; live_dkms_install_checks'
+}
+
 # --- the tools' Debian package
 
 deb=""
@@ -386,6 +444,8 @@ check "make dkms-source stages a complete DKMS tree" dkms_source_tree_is_complet
 check "dkms add + build against the kernel tree" dkms_adds_and_builds_against_the_kernel_tree
 check "dkms status reports the module built" dkms_status_reports_built
 check "dkms skips a kernel without CONFIG_RUST" dkms_skips_a_kernel_without_rust
+check "make install on the live system (sandboxed): module, depmod, group, udev rule" live_install_works
+check "make dkms-install on the live system (sandboxed): installed, and again" live_dkms_install_works
 check "packaging/deb.sh builds the .deb" deb_builds
 check ".deb control fields" deb_control_fields
 check ".deb ships binaries, man pages, completions, udev rule" deb_ships_binaries_pages_completions_rule
