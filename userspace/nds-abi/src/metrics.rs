@@ -5,10 +5,13 @@
 //! appends each post to a bounded ring per device that `read()` on `/dev/neuronN` returns as
 //! [`MetricPost`] records.
 
-use super::counters::{
-    ExtNcCounter,
-    NcCounter,
-    NdCounter, //
+use super::{
+    counters::{
+        ExtNcCounter,
+        NcCounter,
+        NdCounter, //
+    },
+    sysfs::CounterSource,
 };
 use zerocopy_derive::{
     FromBytes,
@@ -39,7 +42,7 @@ pub enum VersionField {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MetricKind {
     /// A NeuronCore counter summed over the device's cores; posts the period's increase.
-    Counter(NcSource),
+    Counter(CounterSource),
     /// NeuronCore busy time as a percentage of the period, over the device's cores.
     Utilization,
     /// One of the two most used versions found in an ND counter during the period.
@@ -48,26 +51,6 @@ pub enum MetricKind {
     Bitmap(NdCounter),
     /// The last value of an ND counter seen in the period; `skip_zero` leaves 0 unposted.
     Constant(NdCounter, bool),
-}
-
-/// A NeuronCore counter source of a metric.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NcSource {
-    /// One of the original 31 counters.
-    Nc(NcCounter),
-    /// An extended counter.
-    Ext(ExtNcCounter),
-}
-
-impl NcSource {
-    /// The per-core counter index.
-    #[must_use]
-    pub const fn index(self) -> usize {
-        match self {
-            Self::Nc(counter) => counter.index(),
-            Self::Ext(counter) => counter.index(),
-        }
-    }
 }
 
 /// One posted metric.
@@ -81,7 +64,7 @@ pub struct MetricDef {
     pub kind: MetricKind,
 }
 
-const fn counter(cw_id: u8, name: &'static str, source: NcSource) -> MetricDef {
+const fn counter(cw_id: u8, name: &'static str, source: CounterSource) -> MetricDef {
     MetricDef {
         cw_id,
         name,
@@ -110,7 +93,7 @@ pub const METRIC_COUNT: usize = 40;
 /// driver computes from hardware or its own state (reset times, ECC counts, instance id,
 /// driver version) have no datastore source and are not posted here.
 pub const METRIC_DEFS: [MetricDef; METRIC_COUNT] = {
-    use NcSource::{
+    use CounterSource::{
         Ext,
         Nc, //
     };

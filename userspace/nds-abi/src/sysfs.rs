@@ -10,7 +10,7 @@ use super::counters::{
     NcCounter, //
 };
 
-/// The slab counter a sysfs node sums.
+/// A per-NeuronCore slab counter, as the sysfs nodes and the metrics path name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CounterSource {
     /// One of the original 31 NeuronCore counters.
