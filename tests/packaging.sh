@@ -267,15 +267,15 @@ dkms_skips_a_kernel_without_rust() {
 }
 
 # --- installing into the running system, inside a private mount namespace whose /etc, /usr
-# and /var/lib/dkms are throw-away overlays: the machine itself is never touched. The kernel
-# counts as installed: /lib/modules/<release>/build points to the cached tree.
+# and /var are throw-away overlays: the machine itself is never touched. The kernel counts
+# as installed: /lib/modules/<release>/build points to the cached tree.
 
 live() {
     cat >"$tmp/sandbox.sh" <<'SANDBOX'
 set -e
 upper="$1"
 shift
-for dir in etc usr var/lib/dkms; do
+for dir in etc usr var; do
     mkdir -p "$upper/$dir/upper" "$upper/$dir/work"
     mount -t overlay overlay -o "lowerdir=/$dir,upperdir=$upper/$dir/upper,workdir=$upper/$dir/work" "/$dir"
 done
@@ -383,6 +383,25 @@ deb_contents_work() {
     bash -n "$tree/usr/share/bash-completion/completions/nds-monitor"
 }
 
+live_deb_install_checks() {
+    ! getent group neuron
+    dpkg -i "$deb"
+    dpkg -s neuron-ds-tools | grep -x "Status: install ok installed"
+    getent group neuron
+    nds-top --version | grep -x "nds-top $version"
+    [ "$(man -w nds-loadgen-run)" = /usr/share/man/man1/nds-loadgen-run.1.gz ]
+    cmp /usr/lib/udev/rules.d/60-neuron-ds.rules packaging/60-neuron-ds.rules
+    dpkg -r neuron-ds-tools
+    [ ! -e /usr/bin/nds-top ] && [ ! -e /usr/lib/udev/rules.d/60-neuron-ds.rules ]
+}
+
+live_deb_install_works() {
+    [ -n "$deb" ] || fail "no package" || return 1
+    export -f live_deb_install_checks
+    export deb version
+    live bash -c 'set -e; live_deb_install_checks'
+}
+
 deb_postinst_creates_the_group() {
     [ -n "$deb" ] || fail "no package" || return 1
     dpkg-deb -e "$deb" "$tmp/deb-control"
@@ -451,6 +470,7 @@ check ".deb control fields" deb_control_fields
 check ".deb ships binaries, man pages, completions, udev rule" deb_ships_binaries_pages_completions_rule
 check ".deb binaries run, pages render, rule is the project's" deb_contents_work
 check ".deb postinst creates the neuron group" deb_postinst_creates_the_group
+check ".deb installs and removes with dpkg on the live system (sandboxed)" live_deb_install_works
 check "make install-tools DESTDIR= installs binaries, pages, completions" install_tools_lays_out_binaries_pages_completions
 check "Documentation/install.rst is valid reStructuredText" install_rst_is_valid_restructuredtext
 echo "1..$number"
