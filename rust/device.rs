@@ -65,6 +65,10 @@ use kernel::{
             ordering::Relaxed,
             Atomic, //
         },
+        barrier::{
+            smp_mb,
+            Write, //
+        },
         Arc, Mutex,
     },
     task::{
@@ -188,9 +192,14 @@ impl DeviceState {
             .totals
             .add_slab(|core, index| read_nc_counter(slab, core, index));
         inner.metrics.on_release(slab);
-        slab.zero();
         let tick = CLEAR_TICK.fetch_add(1, Relaxed);
         let generation = inner.slots.clear(slot, tick)?;
+        // The new (even) generation is visible before any word is zeroed, so a reader that
+        // finds the generation unchanged around its reads saw no part of the clear. Zeroing
+        // covers the generation word too, hence the second store.
+        slab.store(SLAB_GENERATION_OFFSET, generation);
+        smp_mb(Write);
+        slab.zero();
         slab.store(SLAB_GENERATION_OFFSET, generation);
         Ok(())
     }
