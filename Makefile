@@ -8,6 +8,8 @@
 #   make deps         install every dependency (Debian packages, rust-src, bindgen, kernel source)
 #   make test         host tests + KUnit in QEMU + guest integration tests, one summary line
 #   make test-debug   the same on the debug kernel (KASAN, lockdep, Rust debug assertions)
+#   make stress       full stress campaign in the guest (CYCLES=, PROCESSES=, VARIANT=debug)
+#   make fuzz-ioctl   full syscall fuzzer in the guest (CALLS=, SEED=, VARIANT=debug)
 #   make demo         the main job: boot the guest, load the module, show it working
 #   make bench        host + guest benchmarks as one table (not part of make test)
 #   make qemu-run EXTRA=<dir> CMD='<command>'   run your own program against the module
@@ -62,6 +64,12 @@ test:
 
 test-debug:
 	bash tests/run.sh debug
+
+stress:
+	VARIANT=$(VARIANT) bash tests/campaign.sh stress
+
+fuzz-ioctl:
+	VARIANT=$(VARIANT) bash tests/campaign.sh fuzz
 
 demo:
 	bash qemu/demo.sh

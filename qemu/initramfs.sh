@@ -11,6 +11,8 @@ shift 3
 
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
+# mktemp makes the directory 0700; as the guest's / it must let every user reach /dev.
+chmod 0755 "$root"
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,work}
 cp /bin/busybox "$root/bin/busybox"
 install -m 0755 "$here/guest-init" "$root/init"

@@ -81,9 +81,10 @@ fi
 
 step "QEMU: insmod + KUnit + guest tests ($variant)"
 kdir="$(bash qemu/kernel.sh --dir "$variant")"
-# A short metrics period so that the metrics test sees several periods.
+# A short metrics period so that the metrics test sees several periods; two devices for the
+# stress and fuzz campaigns (the other tests use neuron0 only).
 bash qemu/initramfs.sh "$results/initramfs.cpio.gz" "build/module-$variant/rust/neuron_ds.ko" "$work" \
-    metrics_period_ms=400
+    metrics_period_ms=400 devices=2 cores_per_device=2
 boot_status=0
 bash qemu/boot.sh "$kdir" "$results/initramfs.cpio.gz" "$results/console.log" || boot_status=$?
 

@@ -2,12 +2,18 @@
 //! system calls, so each test sees exactly the errno the kernel returned, plus a handle on
 //! `ds-producer` helper processes and readers of the module's sysfs files.
 
+pub mod identity;
+pub mod kernel_log;
+pub mod rng;
+pub mod stress;
+
 use std::{
     fs::{self, File, OpenOptions},
     io::{self, BufRead, BufReader, Write},
     os::fd::AsRawFd,
     process::{Child, ChildStdin, ChildStdout, Command, Stdio},
     ptr::NonNull,
+    sync::atomic::{AtomicU32, AtomicU64},
 };
 
 /// The first device node the module creates with default parameters.
@@ -155,6 +161,21 @@ impl Mapping {
         unsafe { self.addr().add(offset).cast::<u64>().write_volatile(value) }
     }
 
+    /// The u64 at byte `offset` as an atomic: the memory is shared with other processes.
+    pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
+        assert!(offset + 8 <= self.len && offset % 8 == 0);
+        // SAFETY: in bounds, aligned, and mapped for as long as `self` lives; every access
+        // from this process to shared slab memory is atomic or volatile.
+        unsafe { AtomicU64::from_ptr(self.addr().add(offset).cast()) }
+    }
+
+    /// The u32 at byte `offset` as an atomic.
+    pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
+        assert!(offset + 4 <= self.len && offset % 4 == 0);
+        // SAFETY: as in `atomic_u64`.
+        unsafe { AtomicU32::from_ptr(self.addr().add(offset).cast()) }
+    }
+
     /// `mprotect` of the whole mapping.
     pub fn protect(&self, prot: i32) -> io::Result<()> {
         // SAFETY: the range is exactly this mapping.
@@ -187,9 +208,22 @@ pub fn sysfs_device(device: usize) -> String {
     format!("/sys/class/misc/neuron{device}")
 }
 
+/// The node of device `device`.
+pub fn device_path(device: usize) -> String {
+    format!("/dev/neuron{device}")
+}
+
 /// Reads `…/neuron_core<core>/stats/<group>/<name>/<file>` of device 0.
 pub fn sysfs_counter(core: usize, group: &str, name: &str, file: &str) -> u64 {
-    let path = format!("{}/neuron_core{core}/stats/{group}/{name}/{file}", sysfs_device(0));
+    sysfs_counter_on(0, core, group, name, file)
+}
+
+/// Reads `…/neuron_core<core>/stats/<group>/<name>/<file>` of device `device`.
+pub fn sysfs_counter_on(device: usize, core: usize, group: &str, name: &str, file: &str) -> u64 {
+    let path = format!(
+        "{}/neuron_core{core}/stats/{group}/{name}/{file}",
+        sysfs_device(device)
+    );
     fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{path}: {e}"))
         .trim()
@@ -212,7 +246,12 @@ pub struct SlotRow {
 
 /// The slot table of device 0.
 pub fn slots() -> Vec<SlotRow> {
-    let text = fs::read_to_string(format!("{}/datastore/slots", sysfs_device(0))).unwrap();
+    slots_on(0)
+}
+
+/// The slot table of device `device`.
+pub fn slots_on(device: usize) -> Vec<SlotRow> {
+    let text = fs::read_to_string(format!("{}/datastore/slots", sysfs_device(device))).unwrap();
     text.lines()
         .skip(1)
         .map(|line| {

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `make stress` / `make fuzz-ioctl`: the full forms of the reliability campaigns (the short
+# forms run inside `make test`). Builds the guest binaries, boots the guest with two devices
+# and runs one campaign; its figures are printed, and its status (or a kernel complaint on
+# the console) is the exit status.
+#
+# Usage: tests/campaign.sh stress|fuzz
+# Env:   VARIANT (base|debug), CYCLES, PROCESSES, READERS (stress), CALLS, SEED (fuzz;
+#        default: a fresh random seed, printed), QEMU_SMP, QEMU_TIMEOUT (default 7200 s)
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+campaign="${1:-}"
+variant="${VARIANT:-base}"
+cd "$root"
+
+case "$campaign" in
+stress)
+    cmd="/work/bin/ds-stress --cycles ${CYCLES:-1000000} --processes ${PROCESSES:-1024} --readers ${READERS:-2}"
+    ;;
+fuzz)
+    seed="${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
+    cmd="/work/bin/ds-fuzz --calls ${CALLS:-1000000} --seed $seed"
+    ;;
+*)
+    echo "usage: tests/campaign.sh stress|fuzz" >&2
+    exit 2
+    ;;
+esac
+
+work="$root/build/campaign-$variant"
+bash tests/guest/build.sh "$work" >/dev/null
+echo "campaign: $cmd ($variant kernel)"
+status=0
+MODULE_PARAMS="devices=2 cores_per_device=2" QEMU_TIMEOUT="${QEMU_TIMEOUT:-7200}" \
+    bash qemu/qemu-run.sh "$variant" "$work" "$cmd" || status=$?
+if [ "$status" -ne 0 ] && [ "$campaign" = fuzz ]; then
+    echo "campaign: FAIL with seed $seed (reproduce: make fuzz-ioctl SEED=$seed CALLS=${CALLS:-1000000})" >&2
+fi
+exit "$status"

@@ -1,0 +1,173 @@
+//! The permission matrix: what the owner, root, the owner's uid, another uid, and another
+//! uid holding only CAP_PERFMON or CAP_SYS_ADMIN may do with a slab owned by uid 1001:
+//! ACQUIRE it, map it writable or executable, map it readable and mprotect that mapping,
+//! RELEASE it. Each identity runs `ds-probe`, which switches to its credentials first; the
+//! node is world-readable and -writable (mode 0666, as the original driver's udev rule makes
+//! it), so every refusal is the module's rule.
+
+use neuron_ds_guest_tests::{identity::Identity, *};
+use std::{
+    fs,
+    io::{BufRead, BufReader},
+    os::unix::fs::PermissionsExt,
+    process::{Child, Command, Stdio},
+};
+
+const OWNER_UID: u32 = 1001;
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+fn probe_command(identity: Identity) -> Command {
+    let mut command = Command::new(helper_path("ds-probe"));
+    command.args([identity.text(), "0".into()]);
+    command
+}
+
+/// Runs `ds-probe` as `identity` against `pid`; returns its outcome line and its CapEff.
+fn probe(identity: Identity, pid: i32, offset: u64) -> (String, u64) {
+    let output = probe_command(identity)
+        .args([pid.to_string(), offset.to_string()])
+        .output()
+        .expect("run ds-probe");
+    assert!(
+        output.status.success(),
+        "ds-probe as {identity:?}: {}",
+        output.status
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    let mut lines = text.lines();
+    let outcomes = lines.next().unwrap_or_default().to_owned();
+    let cap_eff = lines
+        .next()
+        .and_then(|l| l.strip_prefix("capeff="))
+        .and_then(|v| u64::from_str_radix(v, 16).ok())
+        .expect("capeff line");
+    (outcomes, cap_eff)
+}
+
+/// A `ds-probe` holding its own slab as uid `OWNER_UID` until dropped.
+struct Owner {
+    child: Child,
+    pid: i32,
+    offset: u64,
+}
+
+impl Owner {
+    fn start() -> Self {
+        let mut child = probe_command(Identity::User(OWNER_UID))
+            .arg("hold")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the owner");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let offset = line
+            .strip_prefix("ready ")
+            .and_then(|o| o.trim().parse().ok());
+        let offset = offset.unwrap_or_else(|| panic!("owner: {line:?}"));
+        Self {
+            pid: child.id() as i32,
+            offset,
+            child,
+        }
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The node's mode for the duration of the test.
+struct NodeMode {
+    original: u32,
+}
+
+impl NodeMode {
+    fn world_writable() -> Self {
+        let original = fs::metadata(DEVICE).unwrap().permissions().mode();
+        fs::set_permissions(DEVICE, fs::Permissions::from_mode(0o666)).unwrap();
+        Self { original }
+    }
+}
+
+impl Drop for NodeMode {
+    fn drop(&mut self) {
+        let _ = fs::set_permissions(DEVICE, fs::Permissions::from_mode(self.original));
+    }
+}
+
+const READER: &str = "open=ok acquire=ok map_write=EPERM map_exec=EPERM map_read=ok \
+                      mprotect_write=EACCES mprotect_exec=EACCES release=ok";
+const REFUSED: &str = "open=ok acquire=EPERM map_write=EINVAL map_exec=EINVAL map_read=EINVAL \
+                       mprotect_write=- mprotect_exec=- release=ok";
+
+#[test]
+fn the_permission_matrix_holds_for_every_identity() {
+    let _mode = NodeMode::world_writable();
+    let owner = Owner::start();
+    let slot = (owner.offset / SLAB_SIZE as u64) as usize;
+    let rows: [(&str, Identity, i32, &str, u64); 6] = [
+        (
+            "owner (its own slab)",
+            Identity::User(OWNER_UID),
+            0,
+            "open=ok acquire=ok map_write=ok map_exec=EPERM map_read=ok mprotect_write=ok \
+             mprotect_exec=EACCES release=ok",
+            0,
+        ),
+        ("root", Identity::Root, owner.pid, READER, u64::MAX),
+        (
+            "the owner's uid",
+            Identity::User(OWNER_UID),
+            owner.pid,
+            READER,
+            0,
+        ),
+        ("another uid", Identity::User(1002), owner.pid, REFUSED, 0),
+        (
+            "another uid + CAP_PERFMON",
+            Identity::UserWithCap(1003, CAP_PERFMON),
+            owner.pid,
+            READER,
+            1 << CAP_PERFMON,
+        ),
+        (
+            "another uid + CAP_SYS_ADMIN",
+            Identity::UserWithCap(1004, CAP_SYS_ADMIN),
+            owner.pid,
+            READER,
+            1 << CAP_SYS_ADMIN,
+        ),
+    ];
+    for (name, identity, pid, expected, caps) in rows {
+        let (outcomes, cap_eff) = probe(identity, pid, owner.offset);
+        println!("{name:<28} capeff={cap_eff:016x} {outcomes}");
+        if caps == u64::MAX {
+            assert_ne!(
+                cap_eff & (1 << CAP_SYS_ADMIN),
+                0,
+                "{name}: root lacks CAP_SYS_ADMIN"
+            );
+        } else {
+            assert_eq!(cap_eff, caps, "{name}: effective capabilities");
+        }
+        assert_eq!(
+            outcomes,
+            expected.split_whitespace().collect::<Vec<_>>().join(" "),
+            "{name}"
+        );
+        // Nobody but the owner can take the slab away from it.
+        assert_eq!(
+            slots()[slot].pid,
+            owner.pid,
+            "{name}: the owner lost its slab"
+        );
+    }
+    drop(owner);
+    assert_eq!(slots()[slot].pid, 0, "the owner's exit released its slab");
+}
