@@ -207,3 +207,133 @@ impl Datastore {
         )
     }
 }
+
+#[cfg(test)]
+mod properties {
+    //! The decoder against an exact oracle: with nobody writing, a record is valid exactly
+    //! when its hash word is non-zero and matches its bytes, empty exactly when the hash word
+    //! is zero, and torn otherwise — for any bytes, sealed or not, damaged or not.
+
+    use std::alloc::{alloc_zeroed, dealloc, Layout};
+    use std::ptr::NonNull;
+
+    use nds_abi::records::{record_hash, ModelRecord, ProcessInfoExtRecord, ProcessInfoRecord};
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+    use zerocopy::{FromBytes, Immutable, IntoBytes};
+
+    use super::{read_record, Snapshot};
+    use crate::slab::SlabView;
+
+    /// Cases per property unless `PROPTEST_CASES` says otherwise.
+    const CASES: u32 = 20_000;
+    const PAGE: usize = 4096;
+
+    /// A page-aligned heap copy of some bytes, standing in for a mapping.
+    struct Buffer {
+        base: NonNull<u8>,
+        layout: Layout,
+    }
+
+    impl Buffer {
+        fn new(bytes: &[u8]) -> Self {
+            let layout = Layout::from_size_align(bytes.len().max(1), PAGE).unwrap();
+            // SAFETY: the layout has a non-zero size.
+            let base = NonNull::new(unsafe { alloc_zeroed(layout) }).expect("allocation");
+            // SAFETY: the allocation holds at least `bytes.len()` bytes and is fresh.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.as_ptr(), bytes.len()) };
+            Self { base, layout }
+        }
+
+        fn view(&self, len: usize) -> SlabView {
+            // SAFETY: `len` bytes from the page-aligned base stay allocated while `self` lives,
+            // and every view is dropped before its buffer.
+            unsafe { SlabView::new(self.base, len, false) }
+        }
+    }
+
+    impl Drop for Buffer {
+        fn drop(&mut self) {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { dealloc(self.base.as_ptr(), self.layout) };
+        }
+    }
+
+    /// Decodes the `R` at the start of `bytes` and checks the result against the oracle.
+    fn check<R: FromBytes + IntoBytes + Immutable>(bytes: &[u8]) -> Result<(), TestCaseError> {
+        let len = size_of::<R>();
+        let record = &bytes[..len];
+        let buffer = Buffer::new(record);
+        let view = buffer.view(len);
+        let mut paused = false;
+        let snapshot = read_record::<R>(&view, 0, || paused = true);
+        let stored = u32::from_ne_bytes(record[..4].try_into().unwrap());
+        match snapshot {
+            Ok(Snapshot::Valid(decoded)) => {
+                prop_assert_ne!(stored, 0);
+                prop_assert_eq!(record_hash(record), stored, "accepted a record whose hash does not match");
+                prop_assert_eq!(decoded.as_bytes(), record);
+                prop_assert!(!paused, "a valid record is returned on the first read");
+            }
+            Ok(Snapshot::Empty) => prop_assert_eq!(stored, 0),
+            Ok(Snapshot::Torn) => {
+                prop_assert_ne!(stored, 0);
+                prop_assert_ne!(record_hash(record), stored);
+                prop_assert!(paused, "a bad record is read twice");
+            }
+            Err(error) => prop_assert!(false, "the view covers the record, yet {error}"),
+        }
+        Ok(())
+    }
+
+    /// 672 bytes (the largest record), maybe sealed with the right hash, then maybe damaged.
+    fn record_bytes() -> impl Strategy<Value = Vec<u8>> {
+        (vec(any::<u8>(), 672), 0..3u8, vec((4..672usize, 1..=255u8), 0..4)).prop_map(
+            |(mut bytes, seal, damage)| {
+                if seal != 0 {
+                    // Sealed for one of the three record sizes; the others see a stale hash.
+                    let len = [64, 260, 672][usize::from(seal) % 3];
+                    let hash = record_hash(&bytes[..len]);
+                    bytes[..4].copy_from_slice(&hash.to_ne_bytes());
+                }
+                for (at, flip) in damage {
+                    bytes[at] ^= flip;
+                }
+                bytes
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+        #[test]
+        fn records_decode_exactly_when_their_hash_matches(bytes in record_bytes()) {
+            check::<ProcessInfoRecord>(&bytes)?;
+            check::<ProcessInfoExtRecord>(&bytes)?;
+            check::<ModelRecord>(&bytes)?;
+        }
+
+        #[test]
+        fn a_zero_hash_word_is_always_empty(mut bytes in vec(any::<u8>(), 672)) {
+            bytes[..4].fill(0);
+            check::<ModelRecord>(&bytes)?;
+        }
+
+        #[test]
+        fn views_shorter_than_the_record_are_errors_not_panics(
+            bytes in vec(any::<u8>(), 0..700),
+            offset in 0..800usize,
+        ) {
+            let buffer = Buffer::new(&bytes);
+            let view = buffer.view(bytes.len());
+            let result = read_record::<ModelRecord>(&view, offset, || {});
+            if offset % 8 == 0 && offset + 672 <= bytes.len() {
+                prop_assert!(result.is_ok());
+            } else if let Ok(snapshot) = result {
+                // Only an unpublished (zero) hash word can be read before the copy fails.
+                prop_assert_eq!(snapshot, Snapshot::Empty);
+            }
+        }
+    }
+}
