@@ -18,7 +18,7 @@ source qemu/env.sh
 out="$root/build/bench"
 rm -rf "$out" && mkdir -p "$out/guest-work"
 started=$SECONDS
-step() { printf '\n=== %s\n' "$*"; }
+step() { printf '\n=== [+%ds] %s\n' "$((SECONDS - started))" "$*"; }
 fail() {
     echo "bench: $*" >&2
     exit 1
@@ -39,7 +39,7 @@ step "build: host benches, report, guest timing binary"
 (cd tests/bench-guest && cargo build --release --target "$GUEST_TARGET") || fail "guest build failed"
 cp "tests/bench-guest/target/$GUEST_TARGET/release/nds-bench-guest" "$out/guest-work/"
 
-step "host: criterion benches (about 90 s; QEMU runs of other jobs wait meanwhile)"
+step "host: criterion benches (about 90 s, after any QEMU run that holds the harness lock)"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 (
     # Hold the harness lock so that no guest boots on the two cores while the host measures.
