@@ -181,7 +181,12 @@ impl DeviceState {
             euid,
         };
         let generation = inner.slots.assign(slot, owner)?;
-        self.slab(slot)?.store(SLAB_GENERATION_OFFSET, generation);
+        let slab = self.slab(slot)?;
+        // The previous owner may have written into the slab after its release, through a
+        // mapping that outlived it; nobody can write it any more (the slot was available), so
+        // the new owner starts from zeros rather than from those leftovers.
+        slab.zero();
+        slab.store(SLAB_GENERATION_OFFSET, generation);
         Ok(slot)
     }
 
