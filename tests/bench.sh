@@ -55,13 +55,14 @@ QEMU_TIMEOUT="${QEMU_TIMEOUT:-300}" bash qemu/qemu-run.sh base "$out/guest-work"
     >"$out/guest.log" 2>&1 || guest_status=$?
 accel="$(sed -n 's/^boot.sh: accel=\([a-z]*\).*/\1/p' "$out/guest.log" | tail -n1)"
 echo "ACCEL ${accel:-unknown}" >>"$out/guest.log"
-grep -E '^BENCH ' "$out/guest.log" || echo "bench: the guest printed no results (status $guest_status); see $out/guest.log"
+grep -E '^(BENCH|PHASE) ' "$out/guest.log" || echo "bench: the guest printed no results (status $guest_status); see $out/guest.log"
 
 step "results"
 cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
 echo "host: $cpu, $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)," \
     "load average before the host benches: $load_before; guest: ${accel:-unknown}, ${QEMU_SMP:-2} vCPUs"
 echo "host numbers: criterion medians; guest numbers: medians of 11 alternating batches; one run"
+echo "load average after the guest run: $(cut -d' ' -f1-3 /proc/loadavg) (a rise means other work shared the cores)"
 echo
 "userspace/target/release/nds-bench-report" "$out/criterion" "$out/guest.log" | tee "$out/table.txt"
 echo

@@ -219,11 +219,84 @@ fn alternate(sides: &mut [Side<'_>]) -> Result<()> {
 /// until the file is closed (it cannot see the munmap): a slab mapped through a file is not
 /// handed out again while that file is open, so cycles on one long-lived file run out of slabs
 /// after 16.
-fn attach_cycle() -> Result<()> {
+fn attach_cycle(phases: &mut Phases) -> Result<()> {
+    let mut clock = Instant::now();
     let device = Device::open()?;
+    phases.lap(Phase::Open, &mut clock);
     let offset = device.acquire()?;
-    Mapping::new(device.0.as_raw_fd(), offset, 0)?.touch();
-    device.release()
+    phases.lap(Phase::Acquire, &mut clock);
+    let mapping = Mapping::new(device.0.as_raw_fd(), offset, 0)?;
+    phases.lap(Phase::Mmap, &mut clock);
+    mapping.touch();
+    phases.lap(Phase::Touch, &mut clock);
+    drop(mapping);
+    phases.lap(Phase::Munmap, &mut clock);
+    device.release()?;
+    phases.lap(Phase::Release, &mut clock);
+    drop(device);
+    phases.lap(Phase::Close, &mut clock);
+    phases.cycles += 1;
+    Ok(())
+}
+
+/// The steps of an attach cycle, timed separately to show where a cycle's time goes.
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    Open,
+    Acquire,
+    Mmap,
+    Touch,
+    Munmap,
+    Release,
+    Close,
+}
+
+impl Phase {
+    const ALL: [Self; 7] = [
+        Self::Open,
+        Self::Acquire,
+        Self::Mmap,
+        Self::Touch,
+        Self::Munmap,
+        Self::Release,
+        Self::Close,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Acquire => "ACQUIRE",
+            Self::Mmap => "mmap",
+            Self::Touch => "touch",
+            Self::Munmap => "munmap",
+            Self::Release => "RELEASE",
+            Self::Close => "close",
+        }
+    }
+}
+
+/// Time spent in each [`Phase`] over all attach cycles.
+#[derive(Debug, Default)]
+struct Phases {
+    spent: [Duration; Phase::ALL.len()],
+    cycles: u32,
+}
+
+impl Phases {
+    /// Charges the time since `clock` to `phase` and restarts the clock.
+    fn lap(&mut self, phase: Phase, clock: &mut Instant) {
+        let now = Instant::now();
+        self.spent[phase as usize] += now - *clock;
+        *clock = now;
+    }
+
+    /// One `PHASE <step> <mean ns>` line per step (information only, not in the table).
+    fn print(&self) {
+        for (phase, spent) in Phase::ALL.iter().zip(self.spent) {
+            let mean = spent.as_secs_f64() * 1e9 / f64::from(self.cycles.max(1));
+            println!("PHASE attach-cycle/{} {mean:.1}", phase.name());
+        }
+    }
 }
 
 /// The floor of a cycle: the same open and close of the node, two ioctls with no work behind
@@ -325,12 +398,16 @@ impl Drop for Holders {
 fn run() -> Result<()> {
     let device = Device::open()?;
     let memfd = memfd()?;
+    let mut phases = Phases::default();
     alternate(&mut [
-        (GuestBench::AttachCycle, &mut || batch(whole(attach_cycle))),
+        (GuestBench::AttachCycle, &mut || {
+            batch(whole(|| attach_cycle(&mut phases)))
+        }),
         (GuestBench::AttachFloor, &mut || {
             batch(whole(|| attach_floor(&memfd)))
         }),
     ])?;
+    phases.print();
 
     // The 15 other owners of the 16-live samples are forked before each of those samples and
     // gone before the next 1-live one.
