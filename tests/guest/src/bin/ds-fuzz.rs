@@ -820,16 +820,26 @@ impl Fuzzer {
             return self.open_file();
         }
         self.count(Class::CloseInOtherThread);
-        let file = self.files.swap_remove(self.rng.index(self.files.len()));
+        let File {
+            fd, description, ..
+        } = self.files.swap_remove(self.rng.index(self.files.len()));
         let closer = std::thread::spawn(move || {
             // SAFETY: the descriptor is ours and no longer tracked.
-            unsafe { libc::close(file.fd) };
+            unsafe { libc::close(fd) };
         });
         let mut arg = DsInfo::default();
         // SAFETY: a valid argument; the descriptor may be closed by now (EBADF).
-        unsafe { libc::ioctl(file.fd, ACQUIRE as libc::Ioctl, &mut arg) };
+        let won = unsafe { libc::ioctl(fd, ACQUIRE as libc::Ioctl, &mut arg) } == 0;
         closer.join().expect("closer thread");
         self.calls += 2;
+        if won {
+            // The description may live on in a dup: its new grant counts.
+            let slot = (arg.mmap_offset as usize / SLAB_SIZE) % SLOTS;
+            self.grants
+                .entry(description)
+                .or_default()
+                .insert(slot, true);
+        }
     }
 
     fn open_dup_close(&mut self) {
