@@ -175,17 +175,22 @@ impl DeviceState {
         if let Some(slot) = inner.slots.find_owner(|owner| *owner.leader == *leader) {
             return Ok(slot);
         }
-        let slot = inner.slots.choose_free().ok_or(ENOMEM)?;
+        let slot = inner
+            .slots
+            .choose_free(|owner| *owner.leader == *leader)
+            .ok_or(ENOMEM)?;
         let owner = Owner {
             leader: ARef::from(leader),
             euid,
         };
+        let rezero = inner.slots.get(slot).is_some_and(|s| s.written_after_clear);
         let generation = inner.slots.assign(slot, owner)?;
         let slab = self.slab(slot)?;
-        // The previous owner may have written into the slab after its release, through a
-        // mapping that outlived it; nobody can write it any more (the slot was available), so
-        // the new owner starts from zeros rather than from those leftovers.
-        slab.zero();
+        if rezero {
+            // The previous owner may have written into the slab after its release, through a
+            // mapping that outlived it; the new owner starts from zeros, not from leftovers.
+            slab.zero();
+        }
         slab.store(SLAB_GENERATION_OFFSET, generation);
         Ok(slot)
     }
@@ -506,13 +511,22 @@ impl MiscDevice for OpenFile {
                     *count == 0
                 });
                 if done {
-                    // PANIC: `index` was just found in `openers`.
+                    // `index` was just found, so the removal cannot fail.
                     let _ = inner.openers.remove(index);
                 }
                 done
             }
             None => false,
         };
+        // This file's writable mappings are gone (a mapping holds the file), so they stop
+        // counting before the release below: a slab released here needs no second zeroing.
+        let grants = this.grants.lock();
+        for (slot, mapped) in grants.writable_mapped.iter().enumerate() {
+            if *mapped {
+                inner.slots.remove_writable_mapper(slot);
+            }
+        }
+        drop(grants);
         let released = if last_of_group {
             // The group's last file is gone (closed and unmapped, or the process died).
             device.release_own(&mut inner, &this.opener)
@@ -521,12 +535,6 @@ impl MiscDevice for OpenFile {
         };
         if let Err(err) = released.and_then(|()| device.release_abandoned(&mut inner)) {
             pr_err!("releasing a slab on close failed: {err:?}\n");
-        }
-        let grants = this.grants.lock();
-        for (slot, mapped) in grants.writable_mapped.iter().enumerate() {
-            if *mapped {
-                inner.slots.remove_writable_mapper(slot);
-            }
         }
     }
 

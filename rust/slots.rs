@@ -30,6 +30,12 @@ pub(crate) struct Slot<O> {
     pub(crate) generation: u64,
     /// Open files that created a writable mapping of this slab and are not released yet.
     pub(crate) writable_mappers: u32,
+    /// The owner before the last clear; while writable mappings of the slab remain, only that
+    /// thread group may be handed the slab again (it would only be writing into its own).
+    previous_owner: Option<O>,
+    /// A writable mapping outlived the last clear, so the slab may hold writes made after
+    /// it was zeroed: it is zeroed again before a new owner gets it.
+    pub(crate) written_after_clear: bool,
 }
 
 impl<O> Slot<O> {
@@ -39,12 +45,15 @@ impl<O> Slot<O> {
             clear_tick: 0,
             generation: 0,
             writable_mappers: 0,
+            previous_owner: None,
+            written_after_clear: false,
         }
     }
 
-    /// Free and no longer writable by anyone: may be handed to a new owner.
-    fn is_available(&self) -> bool {
-        self.owner.is_none() && self.writable_mappers == 0
+    /// Free, and writable by nobody but possibly the caller: may be handed to the caller.
+    fn is_available_to(&self, is_caller: &impl Fn(&O) -> bool) -> bool {
+        self.owner.is_none()
+            && (self.writable_mappers == 0 || self.previous_owner.as_ref().is_some_and(is_caller))
     }
 }
 
@@ -78,12 +87,23 @@ impl<O> SlotTable<O> {
             .position(|slot| slot.owner.as_ref().is_some_and(&mut matches))
     }
 
-    /// The slot a new owner gets: the first never-used available slot, otherwise the
-    /// available slot cleared longest ago (smallest clear tick); `None` when none is available.
-    pub(crate) fn choose_free(&self) -> Option<usize> {
+    /// The slot a new owner (`is_caller` tells it apart) gets: a slot the caller itself still
+    /// holds a writable mapping of, if any, so that an owner cycling its slab through one open
+    /// file keeps reusing one slot instead of holding on to many; otherwise the original LRU
+    /// rule: the first never-used available slot, else the available slot cleared longest ago
+    /// (smallest clear tick). `None` when none is available.
+    pub(crate) fn choose_free(&self, is_caller: impl Fn(&O) -> bool) -> Option<usize> {
+        let held_by_caller = self.slots.iter().position(|slot| {
+            slot.owner.is_none()
+                && slot.writable_mappers > 0
+                && slot.previous_owner.as_ref().is_some_and(&is_caller)
+        });
+        if held_by_caller.is_some() {
+            return held_by_caller;
+        }
         let mut best: Option<(usize, u64)> = None;
         for (index, slot) in self.slots.iter().enumerate() {
-            if !slot.is_available() {
+            if !slot.is_available_to(&is_caller) {
                 continue;
             }
             if slot.clear_tick == 0 {
@@ -103,6 +123,7 @@ impl<O> SlotTable<O> {
             return Err(EBUSY);
         }
         slot.owner = Some(owner);
+        slot.previous_owner = None;
         // INVARIANT: the slot was free, so its generation was even and is now odd.
         slot.generation = slot.generation.wrapping_add(1);
         Ok(slot.generation)
@@ -111,9 +132,11 @@ impl<O> SlotTable<O> {
     /// Frees owned slot `index`, stamping `tick`; returns the new generation.
     pub(crate) fn clear(&mut self, index: usize, tick: u64) -> Result<u64> {
         let slot = self.slots.get_mut(index).ok_or(EINVAL)?;
-        if slot.owner.take().is_none() {
+        let Some(owner) = slot.owner.take() else {
             return Err(EINVAL);
-        }
+        };
+        slot.previous_owner = Some(owner);
+        slot.written_after_clear = slot.writable_mappers > 0;
         slot.clear_tick = tick;
         // INVARIANT: the slot was owned, so its generation was odd and is now even.
         slot.generation = slot.generation.wrapping_add(1);
@@ -144,7 +167,7 @@ mod tests {
         if let Some(index) = table.find_owner(|o| *o == owner) {
             return Ok(index);
         }
-        let index = table.choose_free().ok_or(ENOMEM)?;
+        let index = table.choose_free(|o| *o == owner).ok_or(ENOMEM)?;
         table.assign(index, owner)?;
         Ok(index)
     }
@@ -213,9 +236,51 @@ mod tests {
         }
         table.add_writable_mapper(4)?;
         table.clear(4, 1)?;
+        assert!(table.get(4).ok_or(EINVAL)?.written_after_clear);
         assert_eq!(acquire(&mut table, 50), Err(ENOMEM));
         table.remove_writable_mapper(4);
         assert_eq!(acquire(&mut table, 50)?, 4);
+        Ok(())
+    }
+
+    #[test]
+    fn its_old_owner_may_take_back_a_slot_it_can_still_write() -> Result {
+        let mut table = SlotTable::new();
+        for owner in 1..=16u32 {
+            acquire(&mut table, owner)?;
+        }
+        // Owner 5 (slot 4) keeps a writable mapping across its release, as a runtime that
+        // keeps its device file open does; it may cycle as often as it likes.
+        table.add_writable_mapper(4)?;
+        for tick in 1..=40 {
+            table.clear(4, tick)?;
+            assert_eq!(acquire(&mut table, 5)?, 4);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn an_owner_cycling_through_one_file_reuses_one_slot() -> Result {
+        let mut table = SlotTable::new();
+        let first = acquire(&mut table, 9)?;
+        table.add_writable_mapper(first)?;
+        for tick in 1..=20 {
+            table.clear(first, tick)?;
+            assert_eq!(acquire(&mut table, 9)?, first);
+        }
+        // Everybody else still has the 15 other slots.
+        for owner in 10..25u32 {
+            assert_ne!(acquire(&mut table, owner)?, first);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_slot_released_without_writable_mappings_needs_no_second_zeroing() -> Result {
+        let mut table = SlotTable::new();
+        acquire(&mut table, 1)?;
+        table.clear(0, 1)?;
+        assert!(!table.get(0).ok_or(EINVAL)?.written_after_clear);
         Ok(())
     }
 

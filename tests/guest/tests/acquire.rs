@@ -13,7 +13,10 @@ fn own_acquire_returns_the_slab_size_and_a_slot_offset() {
     let info = acquire(&file, 0).unwrap();
     assert_eq!(info.size as usize, SLAB_SIZE);
     assert_eq!(info.mmap_offset % SLAB_SIZE as u64, 0);
-    assert!(info.mmap_offset < (SLOTS * SLAB_SIZE) as u64, "device 0 offsets name its 16 slots");
+    assert!(
+        info.mmap_offset < (SLOTS * SLAB_SIZE) as u64,
+        "device 0 offsets name its 16 slots"
+    );
     let row = slots()[(info.mmap_offset / SLAB_SIZE as u64) as usize];
     assert_eq!(row.pid, own_pid());
     assert_eq!(row.generation % 2, 1, "owned slots have an odd generation");
@@ -51,12 +54,23 @@ fn negative_pids_are_einval() {
 fn bad_argument_pointers_are_efault() {
     let file = open_device(DEVICE).unwrap();
     for bad in [0usize, 1, 0xffff_ffff_8000_0000, usize::MAX - 8] {
-        assert_eq!(errno(ioctl(&file, ACQUIRE, bad)), libc::EFAULT, "pointer {bad:#x}");
-        assert_eq!(errno(ioctl(&file, RELEASE, bad)), libc::EFAULT, "pointer {bad:#x}");
+        assert_eq!(
+            errno(ioctl(&file, ACQUIRE, bad)),
+            libc::EFAULT,
+            "pointer {bad:#x}"
+        );
+        assert_eq!(
+            errno(ioctl(&file, RELEASE, bad)),
+            libc::EFAULT,
+            "pointer {bad:#x}"
+        );
     }
     // A read-only page: the pid can be read, the result cannot be written back.
     let page = Mapping::anonymous_read_only();
-    assert_eq!(errno(ioctl(&file, ACQUIRE, page.addr() as usize)), libc::EFAULT);
+    assert_eq!(
+        errno(ioctl(&file, ACQUIRE, page.addr() as usize)),
+        libc::EFAULT
+    );
 }
 
 #[test]
@@ -69,7 +83,9 @@ fn unknown_commands_are_enotty() {
 
 #[test]
 fn the_seventeenth_owner_gets_enomem() {
-    let producers: Vec<Producer> = (0..SLOTS).map(|_| Producer::start(DEVICE, &[]).unwrap()).collect();
+    let producers: Vec<Producer> = (0..SLOTS)
+        .map(|_| Producer::start(DEVICE, &[]).unwrap())
+        .collect();
     let mut offsets: Vec<u64> = producers.iter().map(|p| p.offset).collect();
     offsets.sort();
     offsets.dedup();
@@ -82,8 +98,9 @@ fn the_seventeenth_owner_gets_enomem() {
 
 #[test]
 fn released_slabs_are_reused_oldest_release_first() {
-    let mut producers: Vec<Option<Producer>> =
-        (0..SLOTS).map(|_| Some(Producer::start(DEVICE, &[]).unwrap())).collect();
+    let mut producers: Vec<Option<Producer>> = (0..SLOTS)
+        .map(|_| Some(Producer::start(DEVICE, &[]).unwrap()))
+        .collect();
     let slot_of = |offset: u64| (offset / SLAB_SIZE as u64) as usize;
     // Release three owners in a scrambled order; the next owners must get their slots back
     // in the same order (smallest clear tick first).
@@ -94,7 +111,9 @@ fn released_slabs_are_reused_oldest_release_first() {
         released.push(slot_of(producer.offset));
         producer.release_and_exit();
     }
-    let next: Vec<Producer> = (0..order.len()).map(|_| Producer::start(DEVICE, &[]).unwrap()).collect();
+    let next: Vec<Producer> = (0..order.len())
+        .map(|_| Producer::start(DEVICE, &[]).unwrap())
+        .collect();
     let got: Vec<usize> = next.iter().map(|p| slot_of(p.offset)).collect();
     assert_eq!(got, released);
     next.into_iter().for_each(Producer::exit);
@@ -132,9 +151,41 @@ fn another_users_slab_needs_cap_sys_admin_or_cap_perfmon() {
             Err(_) => 3,
         }
     });
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status:#x}");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "status {status:#x}"
+    );
     // Root (CAP_SYS_ADMIN) may read it.
     let file = open_device(DEVICE).unwrap();
     acquire(&file, target).unwrap();
     producer.exit();
+}
+
+#[test]
+fn an_owner_keeping_its_descriptor_can_cycle_its_slab_indefinitely() {
+    // Like a runtime that keeps its device file open: ACQUIRE, map, unmap, RELEASE, again.
+    // Each RELEASE leaves a writable mapping counted against the open file (the module cannot
+    // see the munmap), which must not use the device up.
+    let file = open_device(DEVICE).unwrap();
+    for cycle in 0..3 * SLOTS {
+        let info = acquire(&file, 0).unwrap_or_else(|e| panic!("cycle {cycle}: {e}"));
+        let slab = Mapping::new(
+            &file,
+            SLAB_SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            info.mmap_offset,
+        )
+        .unwrap();
+        assert_eq!(
+            slab.read_u64(nc_offset(0, 1)),
+            0,
+            "cycle {cycle}: a fresh slab is zero"
+        );
+        slab.write_u64(nc_offset(0, 1), 1);
+        drop(slab);
+        release(&file, 0).unwrap();
+    }
+    // Another process still gets a slab.
+    let other = Producer::start(DEVICE, &[]).unwrap();
+    other.exit();
 }
