@@ -255,7 +255,10 @@ pub fn slots_on(device: usize) -> Vec<SlotRow> {
     text.lines()
         .skip(1)
         .map(|line| {
-            let f: Vec<u64> = line.split_whitespace().map(|v| v.parse().unwrap()).collect();
+            let f: Vec<u64> = line
+                .split_whitespace()
+                .map(|v| v.parse().unwrap())
+                .collect();
             SlotRow {
                 slot: f[0] as usize,
                 pid: f[1] as i32,

@@ -16,7 +16,10 @@ fn period() -> Duration {
         .expect("the module must be loaded with metrics_period_ms")
         .parse()
         .unwrap();
-    assert!(ms > 0 && ms <= 2000, "the guest must load the module with a short period");
+    assert!(
+        ms > 0 && ms <= 2000,
+        "the guest must load the module with a short period"
+    );
     Duration::from_millis(ms)
 }
 
@@ -40,7 +43,10 @@ fn read_posts(device: &mut fs::File) -> Vec<MetricPost> {
 fn sums(posts: &[MetricPost], ids: &[u8]) -> BTreeMap<u8, u64> {
     let mut sums = BTreeMap::new();
     for post in posts.iter().filter(|p| ids.contains(&p.cw_id)) {
-        let value: u64 = std::str::from_utf8(post.value_bytes()).unwrap().parse().unwrap();
+        let value: u64 = std::str::from_utf8(post.value_bytes())
+            .unwrap()
+            .parse()
+            .unwrap();
         *sums.entry(post.cw_id).or_default() += value;
     }
     sums
@@ -75,7 +81,10 @@ fn posted_deltas_add_up_to_what_producers_wrote() {
     }
     let periods: std::collections::BTreeSet<u64> = posts.iter().map(|p| p.period).collect();
     println!("{} posts over {} periods", posts.len(), periods.len());
-    assert!(periods.len() >= 3, "the counts were spread over several periods");
+    assert!(
+        periods.len() >= 3,
+        "the counts were spread over several periods"
+    );
     let expected = BTreeMap::from([(200u8, 6110u64), (205, 32), (229, 7)]);
     assert_eq!(sums(&posts, &[200, 205, 229]), expected);
 }

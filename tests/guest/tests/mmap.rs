@@ -25,16 +25,34 @@ fn wrong_lengths_and_offsets_are_einval() {
     let file = open_device(DEVICE).unwrap();
     let info = acquire(&file, 0).unwrap();
     for len in [4096, SLAB_SIZE - 4096, SLAB_SIZE + 4096, 2 * SLAB_SIZE] {
-        assert_eq!(errno(Mapping::new(&file, len, RW, info.mmap_offset)), libc::EINVAL, "len {len}");
+        assert_eq!(
+            errno(Mapping::new(&file, len, RW, info.mmap_offset)),
+            libc::EINVAL,
+            "len {len}"
+        );
     }
     let other_slot = (info.mmap_offset + SLAB_SIZE as u64) % (SLOTS * SLAB_SIZE) as u64;
-    for offset in [info.mmap_offset + 4096, other_slot, 1 << 40, (SLOTS * SLAB_SIZE) as u64] {
-        assert_eq!(errno(Mapping::new(&file, SLAB_SIZE, RW, offset)), libc::EINVAL, "offset {offset:#x}");
+    for offset in [
+        info.mmap_offset + 4096,
+        other_slot,
+        1 << 40,
+        (SLOTS * SLAB_SIZE) as u64,
+    ] {
+        assert_eq!(
+            errno(Mapping::new(&file, SLAB_SIZE, RW, offset)),
+            libc::EINVAL,
+            "offset {offset:#x}"
+        );
     }
     // A file that never acquired anything may map nothing, not even a real slab's offset.
     let stranger = open_device(DEVICE).unwrap();
     assert_eq!(
-        errno(Mapping::new(&stranger, SLAB_SIZE, libc::PROT_READ, info.mmap_offset)),
+        errno(Mapping::new(
+            &stranger,
+            SLAB_SIZE,
+            libc::PROT_READ,
+            info.mmap_offset
+        )),
         libc::EINVAL
     );
 }
@@ -44,10 +62,16 @@ fn a_reader_cannot_map_writable_or_make_its_mapping_writable() {
     let producer = Producer::start(DEVICE, &[]).unwrap();
     let file = open_device(DEVICE).unwrap();
     let info = acquire(&file, producer.pid).unwrap();
-    assert_eq!(errno(Mapping::new(&file, SLAB_SIZE, RW, info.mmap_offset)), libc::EPERM);
+    assert_eq!(
+        errno(Mapping::new(&file, SLAB_SIZE, RW, info.mmap_offset)),
+        libc::EPERM
+    );
     let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset).unwrap();
     assert_eq!(errno(view.protect(RW)), libc::EACCES);
-    assert_eq!(errno(view.protect(libc::PROT_READ | libc::PROT_EXEC)), libc::EACCES);
+    assert_eq!(
+        errno(view.protect(libc::PROT_READ | libc::PROT_EXEC)),
+        libc::EACCES
+    );
     producer.exit();
 }
 
@@ -64,12 +88,22 @@ fn a_readers_write_through_its_mapping_faults() {
             Err(_) => return 3,
         };
         // SAFETY: deliberately writing to a read-only mapping; the kernel must fault.
-        unsafe { child_view.addr().add(nc_offset(0, 1)).cast::<u64>().write_volatile(666) };
+        unsafe {
+            child_view
+                .addr()
+                .add(nc_offset(0, 1))
+                .cast::<u64>()
+                .write_volatile(666)
+        };
         4
     });
     assert!(libc::WIFSIGNALED(status), "status {status:#x}");
     assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
-    assert_eq!(view.read_u64(nc_offset(0, 1)), 5, "the producer's counter is untouched");
+    assert_eq!(
+        view.read_u64(nc_offset(0, 1)),
+        5,
+        "the producer's counter is untouched"
+    );
     producer.exit();
 }
 
@@ -88,7 +122,10 @@ fn a_mapping_is_not_inherited_across_fork() {
             1
         }
     });
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status:#x}");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "status {status:#x}"
+    );
 }
 
 #[test]
@@ -101,7 +138,11 @@ fn the_generation_word_changes_when_the_slab_is_released() {
     assert_eq!(owned % 2, 1);
     producer.release_and_exit();
     let freed = view.read_u64(GENERATION_OFFSET);
-    assert_eq!(freed, owned + 1, "released: the generation moved on and is even");
+    assert_eq!(
+        freed,
+        owned + 1,
+        "released: the generation moved on and is even"
+    );
     // The next owner of that slab gets yet another generation.
     let mut next = Vec::new();
     loop {

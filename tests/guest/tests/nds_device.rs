@@ -26,8 +26,13 @@ fn a_producer_and_a_reader_share_the_slab_through_the_device() {
         Snapshot::Valid(read) => assert_eq!(read.tag(), b"guest-producer"),
         other => panic!("expected the committed record, got {other:?}"),
     }
-    assert!(matches!(reader.increment_nc_counter(1, 1, 1), Err(Error::ReadOnly)));
-    let generation = reader.slab_generation().expect("the device maps the generation page");
+    assert!(matches!(
+        reader.increment_nc_counter(1, 1, 1),
+        Err(Error::ReadOnly)
+    ));
+    let generation = reader
+        .slab_generation()
+        .expect("the device maps the generation page");
     assert_eq!(generation % 2, 1);
     assert!(!reader.slab_reused());
 

@@ -22,9 +22,19 @@ fn totals_equal_what_producers_wrote_however_they_ended() {
     killed.kill();
     assert_eq!(success(0), before[0] + 3210);
     assert_eq!(success(1), before[1] + 8);
-    assert_eq!(sysfs_counter(1, "other_info", "flop_count", "total"), flops_before + 2 * 54);
-    assert_eq!(sysfs_counter(0, "status", "hw_repairable_hbm_ue_error", "total"), hbm_before + 3);
-    assert_eq!(slots().iter().filter(|r| r.pid != 0).count(), 0, "no slot left owned");
+    assert_eq!(
+        sysfs_counter(1, "other_info", "flop_count", "total"),
+        flops_before + 2 * 54
+    );
+    assert_eq!(
+        sysfs_counter(0, "status", "hw_repairable_hbm_ue_error", "total"),
+        hbm_before + 3
+    );
+    assert_eq!(
+        slots().iter().filter(|r| r.pid != 0).count(),
+        0,
+        "no slot left owned"
+    );
 }
 
 #[test]
@@ -32,7 +42,10 @@ fn present_is_the_last_release_and_writing_a_file_zeroes_the_counter() {
     let producer = Producer::start(DEVICE, &[(1, 4, 6)]).unwrap();
     producer.exit();
     assert_eq!(sysfs_counter(1, "status", "timeout", "present"), 6);
-    let path = format!("{}/neuron_core1/stats/status/timeout/total", sysfs_device(0));
+    let path = format!(
+        "{}/neuron_core1/stats/status/timeout/total",
+        sysfs_device(0)
+    );
     std::fs::write(&path, "0\n").unwrap();
     assert_eq!(sysfs_counter(1, "status", "timeout", "total"), 0);
     assert_eq!(sysfs_counter(1, "status", "timeout", "present"), 0);

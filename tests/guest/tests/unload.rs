@@ -13,8 +13,16 @@ const NOISE_BYTES: i64 = 16 << 20;
 
 fn mem_available() -> i64 {
     let meminfo = fs::read_to_string("/proc/meminfo").unwrap();
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<i64>().unwrap() * 1024
+    let line = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))
+        .unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<i64>()
+        .unwrap()
+        * 1024
 }
 
 fn run(program: &str, args: &[&str]) {
@@ -74,7 +82,17 @@ fn load_and_unload_a_hundred_times_without_growth() {
     }
     run("sync", &[]);
     let after = mem_available();
-    println!("MemAvailable before {before} B, after {CYCLES} reloads {after} B, delta {} B", after - before);
-    assert!(before - after < NOISE_BYTES, "lost {} bytes over {CYCLES} reloads", before - after);
-    assert!(fs::metadata("/dev/neuron0").is_ok(), "the device is back after the last reload");
+    println!(
+        "MemAvailable before {before} B, after {CYCLES} reloads {after} B, delta {} B",
+        after - before
+    );
+    assert!(
+        before - after < NOISE_BYTES,
+        "lost {} bytes over {CYCLES} reloads",
+        before - after
+    );
+    assert!(
+        fs::metadata("/dev/neuron0").is_ok(),
+        "the device is back after the last reload"
+    );
 }

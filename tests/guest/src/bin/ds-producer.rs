@@ -8,7 +8,9 @@ use std::io::{self, BufRead, Write};
 
 fn main() -> io::Result<()> {
     let mut args = std::env::args().skip(1);
-    let device = args.next().expect("usage: ds-producer DEVICE [core:index=value ...]");
+    let device = args
+        .next()
+        .expect("usage: ds-producer DEVICE [core:index=value ...]");
     let file = open_device(&device)?;
     let info = acquire(&file, 0)?;
     let slab = Mapping::new(
