@@ -587,17 +587,17 @@ impl Fuzzer {
                 let shared = flags & libc::MAP_SHARED != 0;
                 let writes_slab = shared && prot & libc::PROT_WRITE != 0;
                 let known = !self.tainted.contains(&description);
+                // Whether this mapping can ever write the slab: asked of the kernel itself.
+                let owner = writes_slab || (shared && self.owner_may_write(at));
                 if !exact
                     || prot & libc::PROT_EXEC != 0
-                    || (known && (grant.is_none() || (writes_slab && grant != Some(true))))
+                    || (known && (grant.is_none() || (owner && grant != Some(true))))
                 {
                     self.violation(format!(
                         "mmap of offset {offset:#x} len {len:#x} prot {prot:#x} flags {flags:#x} on neuron{device} \
                          succeeded (grant {grant:?})"
                     ));
                 }
-                let owner =
-                    writes_slab || (shared && grant == Some(true) && self.owner_may_write(at));
                 self.maps.push(Map {
                     addr: at,
                     len,
