@@ -271,7 +271,11 @@ mod properties {
         match snapshot {
             Ok(Snapshot::Valid(decoded)) => {
                 prop_assert_ne!(stored, 0);
-                prop_assert_eq!(record_hash(record), stored, "accepted a record whose hash does not match");
+                prop_assert_eq!(
+                    record_hash(record),
+                    stored,
+                    "accepted a record whose hash does not match"
+                );
                 prop_assert_eq!(decoded.as_bytes(), record);
                 prop_assert!(!paused, "a valid record is returned on the first read");
             }
@@ -288,8 +292,12 @@ mod properties {
 
     /// 672 bytes (the largest record), maybe sealed with the right hash, then maybe damaged.
     fn record_bytes() -> impl Strategy<Value = Vec<u8>> {
-        (vec(any::<u8>(), 672), 0..3u8, vec((4..672usize, 1..=255u8), 0..4)).prop_map(
-            |(mut bytes, seal, damage)| {
+        (
+            vec(any::<u8>(), 672),
+            0..3u8,
+            vec((4..672usize, 1..=255u8), 0..4),
+        )
+            .prop_map(|(mut bytes, seal, damage)| {
                 if seal != 0 {
                     // Sealed for one of the three record sizes; the others see a stale hash.
                     let len = [64, 260, 672][usize::from(seal) % 3];
@@ -300,8 +308,7 @@ mod properties {
                     bytes[at] ^= flip;
                 }
                 bytes
-            },
-        )
+            })
     }
 
     proptest! {
