@@ -42,7 +42,7 @@ if ! make -s deps || ! make -s kernel VARIANT="$variant"; then
 fi
 
 step "host tests (userspace workspace)"
-if (cd userspace && cargo test --workspace --color never 2>&1) | tee "$results/host.log"; then
+if (cd userspace && cargo test --workspace --no-fail-fast --color never 2>&1) | tee "$results/host.log"; then
     host_status=0
 else
     host_status=1
@@ -51,8 +51,29 @@ read -r p f < <(libtest_totals "$results/host.log")
 [ "$host_status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 count "$p" "$f" "host tests"
 
-step "module build ($variant)"
-if ! make -s module VARIANT="$variant" 2>&1 | tee "$results/module.log"; then
+step "lint: rustfmt and clippy"
+# lint <name> <command...>: one check, counted like a test.
+lint() {
+    local log="$results/lint-${1//[ \/]/-}.log"
+    if "${@:2}" >"$log" 2>&1; then
+        count 1 0 "lint: $1"
+    else
+        tail -n 30 "$log"
+        count 0 1 "lint: $1"
+    fi
+}
+lint "userspace rustfmt" bash -c 'cd userspace && cargo fmt --all --check'
+lint "userspace clippy" bash -c 'cd userspace && cargo clippy --workspace --all-targets -- -D warnings'
+for crate in tests/guest tests/bench-guest; do
+    lint "$crate rustfmt" bash -c "cd $crate && cargo fmt --check"
+    lint "$crate clippy" bash -c "cd $crate && cargo clippy --all-targets --target $GUEST_TARGET -- -D warnings"
+done
+lint "module rustfmt" make -s rustfmtcheck VARIANT="$variant"
+
+step "module build with clippy ($variant)"
+# Always recompile, with clippy, so that its warnings count as build warnings below.
+rm -f "build/module-$variant/rust/neuron_ds.o"
+if ! make -s module VARIANT="$variant" CLIPPY=1 2>&1 | tee "$results/module.log"; then
     count 0 1 "module build"
     finish
 fi

@@ -149,21 +149,21 @@ impl Mapping {
 
     /// Reads the u64 at byte `offset` with a volatile load (another process may write it).
     pub fn read_u64(&self, offset: usize) -> u64 {
-        assert!(offset + 8 <= self.len && offset % 8 == 0);
+        assert!(offset + 8 <= self.len && offset.is_multiple_of(8));
         // SAFETY: in bounds and aligned; volatile because the memory is shared.
         unsafe { self.addr().add(offset).cast::<u64>().read_volatile() }
     }
 
     /// Writes the u64 at byte `offset` with a volatile store.
     pub fn write_u64(&self, offset: usize, value: u64) {
-        assert!(offset + 8 <= self.len && offset % 8 == 0);
+        assert!(offset + 8 <= self.len && offset.is_multiple_of(8));
         // SAFETY: in bounds and aligned; the caller mapped it writable.
         unsafe { self.addr().add(offset).cast::<u64>().write_volatile(value) }
     }
 
     /// The u64 at byte `offset` as an atomic: the memory is shared with other processes.
     pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
-        assert!(offset + 8 <= self.len && offset % 8 == 0);
+        assert!(offset + 8 <= self.len && offset.is_multiple_of(8));
         // SAFETY: in bounds, aligned, and mapped for as long as `self` lives; every access
         // from this process to shared slab memory is atomic or volatile.
         unsafe { AtomicU64::from_ptr(self.addr().add(offset).cast()) }
@@ -171,7 +171,7 @@ impl Mapping {
 
     /// The u32 at byte `offset` as an atomic.
     pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
-        assert!(offset + 4 <= self.len && offset % 4 == 0);
+        assert!(offset + 4 <= self.len && offset.is_multiple_of(4));
         // SAFETY: as in `atomic_u64`.
         unsafe { AtomicU32::from_ptr(self.addr().add(offset).cast()) }
     }

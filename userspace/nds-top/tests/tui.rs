@@ -52,7 +52,11 @@ fn produce(dir: &Path, pid: i32, tag: &str, count: u64) {
 
 /// A report of two processes, the second one mid-stream during the period.
 fn document() -> (Scratch, MonitorDocument) {
-    let scratch = Scratch(std::env::temp_dir().join(format!("nds-top-{}", std::process::id())));
+    // One directory per call: the tests of this binary run in parallel threads.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("nds-top-{}-{call}", std::process::id())));
     let _ = std::fs::remove_dir_all(&scratch.0);
     std::fs::create_dir_all(&scratch.0).unwrap();
     produce(&scratch.0, 6001, "serving-a", 120);

@@ -363,7 +363,7 @@ impl Fuzzer {
                 ),
                 None => (PAGE, Class::UnmappedPointer),
             },
-            9 => (arena_arg | 1 + self.rng.index(7), Class::MisalignedPointer),
+            9 => (arena_arg | (1 + self.rng.index(7)), Class::MisalignedPointer),
             10 => (
                 self.arena + 2 * PAGE - 1 - self.rng.index(23),
                 Class::GuardPagePointer,
@@ -641,7 +641,7 @@ impl Fuzzer {
                 ]);
                 let half = self.rng.one_in(3) && map.len >= 2 * PAGE;
                 let len = if half {
-                    map.len / 2 & !(PAGE - 1)
+                    (map.len / 2) & !(PAGE - 1)
                 } else {
                     map.len
                 };

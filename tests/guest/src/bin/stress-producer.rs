@@ -176,7 +176,7 @@ fn cycle(config: &Config, rng: &mut Rng, chaff: &[usize], enomem: &mut u64, hold
         Ending::ReleaseUnmapClose => {
             release(&file, 0).unwrap_or_else(|e| fail(&format!("RELEASE: {e}")));
             let after = slab.read_u64(SLAB_GENERATION_OFFSET);
-            if after == generation || after % 2 != 0 {
+            if after == generation || !after.is_multiple_of(2) {
                 fail(&format!("generation {after} after RELEASE of {generation}"));
             }
             if slab.read_u64(NDS_HEADER_START) != 0 {
