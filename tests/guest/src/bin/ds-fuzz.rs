@@ -363,7 +363,10 @@ impl Fuzzer {
                 ),
                 None => (PAGE, Class::UnmappedPointer),
             },
-            9 => (arena_arg | (1 + self.rng.index(7)), Class::MisalignedPointer),
+            9 => (
+                arena_arg | (1 + self.rng.index(7)),
+                Class::MisalignedPointer,
+            ),
             10 => (
                 self.arena + 2 * PAGE - 1 - self.rng.index(23),
                 Class::GuardPagePointer,
