@@ -10,8 +10,9 @@ use super::counters::{
     NcCounter, //
 };
 
-/// A per-NeuronCore slab counter, as the sysfs nodes and the metrics path name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A per-NeuronCore slab counter, as the sysfs nodes and the metrics path name it: an
+/// original NC counter or an extended one, in one per-core index space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CounterSource {
     /// One of the original 31 NeuronCore counters.
     Nc(NcCounter),
@@ -27,6 +28,39 @@ impl CounterSource {
             Self::Nc(counter) => counter.index(),
             Self::Ext(counter) => counter.index(),
         }
+    }
+
+    /// The C enumerator's name, e.g. `NDS_NC_COUNTER_INFER_COMPLETED`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Nc(counter) => counter.name(),
+            Self::Ext(counter) => counter.name(),
+        }
+    }
+
+    /// The named counter at per-core `index`; `None` for reserved or out-of-range indices.
+    #[must_use]
+    pub const fn from_index(index: usize) -> Option<Self> {
+        match NcCounter::from_index(index) {
+            Some(counter) => Some(Self::Nc(counter)),
+            None => match ExtNcCounter::from_index(index) {
+                Some(counter) => Some(Self::Ext(counter)),
+                None => None,
+            },
+        }
+    }
+
+    /// The sysfs node this counter is aggregated into, if it has one.
+    #[must_use]
+    pub fn sysfs_node(self) -> Option<&'static SysfsCounter> {
+        SYSFS_COUNTERS.iter().find(|node| node.source == self)
+    }
+}
+
+impl core::fmt::Display for CounterSource {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -62,6 +96,13 @@ pub struct SysfsCounter {
     /// What one unit of the slab counter is worth: 2 for `flop_count`, since the runtime counts
     /// multiply-accumulates and one MAC is two floating-point operations; 1 otherwise.
     pub scale: u64,
+}
+
+/// `<group>/<name>`, e.g. `status/success`.
+impl core::fmt::Display for SysfsCounter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}/{}", self.group.dir_name(), self.name)
+    }
 }
 
 const fn status(name: &'static str, source: CounterSource) -> SysfsCounter {
