@@ -93,7 +93,10 @@ fn a_missing_root_has_no_devices_and_bad_files_are_errors() {
 #[test]
 fn devices_of_another_node_name_are_found_by_their_number() {
     let tree = Tree::new("node-name");
-    tree.write("nds3/datastore/slots", "slot pid clear_tick generation\n0 41 0 1\n");
+    tree.write(
+        "nds3/datastore/slots",
+        "slot pid clear_tick generation\n0 41 0 1\n",
+    );
     tree.write("nds3/neuron_core0/stats/status/success/total", "7\n");
     // A device of another class member without a datastore is not one of ours.
     tree.write("nds4/power/control", "auto\n");
