@@ -10,6 +10,8 @@ use std::process::{Command, Stdio};
 use common::*;
 use prometheus_parse::{Scrape, Value};
 
+/// The monitor over the scratch directory; instance metadata off, so that no test ever sends
+/// a packet off this machine, whatever machine it runs on.
 fn monitor(scratch: &Scratch) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_nds-monitor"));
     command
@@ -17,7 +19,9 @@ fn monitor(scratch: &Scratch) -> Command {
         .arg(scratch.slabs())
         .arg("--sysfs-root")
         .arg(scratch.sys())
-        .args(["--period", "100ms"]);
+        .arg("--hardware-sysfs-root")
+        .arg(scratch.hardware_root())
+        .args(["--period", "100ms", "--instance-metadata", "off"]);
     command
 }
 
@@ -82,30 +86,48 @@ fn prometheus_output_parses_and_carries_the_counters() {
     for core in ["0", "1"] {
         let labels = [
             ("pid", "5101"),
-            ("tag", tag),
-            ("core", core),
-            ("device", "0"),
+            ("runtime_tag", tag),
+            ("neuroncore", core),
+            ("neuron_device_index", "0"),
         ];
         let mut success = labels.to_vec();
         success.push(("status", "success"));
         let expected = report.nc(core.parse().unwrap(), "NDS_NC_COUNTER_INFER_COMPLETED");
         assert_eq!(
-            value(&scrape, "neuron_runtime_status_total", &success),
+            value(&scrape, "nds_runtime_status_total", &success),
             expected as f64
         );
         let macs = report.nc(core.parse().unwrap(), "NDS_NC_COUNTER_MAC_COUNT");
         assert_eq!(
-            value(&scrape, "neuron_runtime_flop_count_total", &labels),
+            value(&scrape, "nds_runtime_flop_count_total", &labels),
             (2 * macs) as f64
         );
     }
-    let system = [("device", "0"), ("core", "1"), ("status", "timeout")];
-    assert_eq!(value(&scrape, "neuron_device_status_total", &system), 11.0);
+    // The ecosystem's families: lifetime outcomes per tag, with the instance labels.
+    let completed = [
+        ("runtime_tag", tag),
+        ("status_type", "completed"),
+        ("instance_id", ""),
+    ];
     assert_eq!(
-        value(&scrape, "neuron_device_slots_owned", &[("device", "0")]),
+        value(&scrape, "execution_status_total", &completed),
+        report.statuses["NRT_SUCCESS"] as f64
+    );
+    let system = [
+        ("neuron_device_index", "0"),
+        ("neuroncore", "1"),
+        ("status", "timeout"),
+    ];
+    assert_eq!(value(&scrape, "nds_device_status_total", &system), 11.0);
+    assert_eq!(
+        value(
+            &scrape,
+            "nds_device_slots_owned",
+            &[("neuron_device_index", "0")]
+        ),
         2.0
     );
-    assert!(text.contains("# TYPE neuron_runtime_status_total counter"));
+    assert!(text.contains("# TYPE nds_runtime_status_total counter"));
     // Every counter family is named *_total.
     for line in text
         .lines()
@@ -154,8 +176,8 @@ fn serve_answers_metrics_over_http() {
     let scrape = parse(body);
     let info = value(
         &scrape,
-        "neuron_runtime_info",
-        &[("tag", "served"), ("state", "ok")],
+        "nds_runtime_info",
+        &[("runtime_tag", "served"), ("state", "ok")],
     );
     assert_eq!(info, 1.0);
 }
