@@ -13,8 +13,8 @@ use nds_sysfs::CoreTotals;
 
 use crate::config::{Plan, RuntimeGroup, SystemGroup};
 use crate::document::{
-    MemoryInfo, MonitorDocument, RuntimeEntry, RuntimeReport, RuntimeVcpuUsage, SystemData,
-    VcpuUsage,
+    InstanceInfo, MemoryInfo, MonitorDocument, RuntimeEntry, RuntimeReport, RuntimeVcpuUsage,
+    SystemData, VcpuUsage,
 };
 use crate::groups::{self, CoreIndexing, Interval};
 use crate::hardware::{self, EccTotals};
@@ -157,6 +157,13 @@ impl Monitor {
     #[must_use]
     pub fn source(&self) -> &Source {
         &self.source
+    }
+
+    /// `instance_info` as the next report will show it (the metadata is queried in the
+    /// background; this never waits).
+    #[must_use]
+    pub fn instance_info(&self) -> InstanceInfo {
+        self.instance.current()
     }
 
     /// Why there is no device: from the source, or where files were read from.

@@ -161,12 +161,9 @@ impl Source {
         };
         let nodes = device_nodes(dev_dir);
         let found = if nodes.is_empty() {
-            "neither exists".to_owned()
+            "found neither".to_owned()
         } else {
-            format!(
-                "{} exist but no sysfs datastore directory does",
-                nodes.join(", ")
-            )
+            format!("found {} but no datastore directory", nodes.join(", "))
         };
         Some(format!(
             "no Neuron device: looked for {}/neuron<N>/datastore and the device nodes {}/neuron<N> \
@@ -249,6 +246,41 @@ impl Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_device_reason_names_the_places_and_the_module() {
+        let dir = std::env::temp_dir().join(format!("nds-source-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("dev")).unwrap();
+        let mut source = Source {
+            slabs: SlabSource::Kernel {
+                dev_dir: dir.join("dev"),
+            },
+            sysfs: SysfsRoot::new(dir.join("sys")),
+            host: HostSource {
+                module_dir: dir.join("module/neuron_ds"),
+                ..HostSource::default()
+            },
+        };
+        let reason = source.no_device_reason().unwrap();
+        assert!(reason.contains("is not loaded"), "{reason}");
+        assert!(reason.contains("(found neither)"), "{reason}");
+        std::fs::create_dir_all(dir.join("module/neuron_ds")).unwrap();
+        std::fs::write(dir.join("dev/neuron0"), "").unwrap();
+        std::fs::write(dir.join("dev/neuronx"), "").unwrap();
+        let reason = source.no_device_reason().unwrap();
+        assert!(reason.contains("module is loaded"), "{reason}");
+        assert!(
+            reason.contains("(found neuron0 but no datastore"),
+            "{reason}"
+        );
+        std::fs::create_dir_all(dir.join("sys/neuron0/datastore")).unwrap();
+        assert_eq!(source.no_device_reason(), None);
+        source.slabs = SlabSource::Files { dir: dir.clone() };
+        std::fs::remove_dir_all(dir.join("sys")).unwrap();
+        assert_eq!(source.no_device_reason(), None, "slab files need no device");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn slab_file_names() {

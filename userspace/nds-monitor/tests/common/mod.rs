@@ -144,8 +144,7 @@ pub fn slab_path(dir: &Path, device: u32, pid: i32) -> PathBuf {
 /// and returns its report (exactly what it wrote).
 pub fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> ProducerReport {
     let _ = std::fs::remove_file(slab_path(dir, device, pid));
-    let report = run_workload(dir, device, pid, tag, count);
-    report
+    run_workload(dir, device, pid, tag, count)
 }
 
 /// Runs `count` more executions into an existing slab file (the monitor, already attached,
@@ -247,11 +246,14 @@ pub fn validate(documents: &[serde_json::Value]) {
 pub struct FakeImds {
     pub url: String,
     /// Every request line received, in order, with its token header (if any).
-    pub requests: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    pub requests: Arc<RequestLog>,
     stop: Arc<AtomicBool>,
     address: String,
     thread: Option<JoinHandle<()>>,
 }
+
+/// Request lines with their token header.
+pub type RequestLog = Mutex<Vec<(String, Option<String>)>>;
 
 pub const FAKE_TOKEN: &str = "AQAEAFake-Token==";
 
@@ -315,7 +317,7 @@ impl Drop for FakeImds {
     }
 }
 
-fn answer(stream: TcpStream, log: &Mutex<Vec<(String, Option<String>)>>) -> std::io::Result<()> {
+fn answer(stream: TcpStream, log: &RequestLog) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut request = String::new();
     reader.read_line(&mut request)?;
