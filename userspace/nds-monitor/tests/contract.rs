@@ -11,6 +11,7 @@ use common::*;
 use nds_monitor::document::RuntimeEntry;
 use nds_monitor::imds::MetadataSetting;
 use nds_monitor::{Monitor, MonitorDocument, Plan};
+use serde_json::Value;
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -108,6 +109,22 @@ fn a_document_missing_a_key_or_with_an_extra_one_in_a_fixed_record_fails_the_che
     assert!(
         problems[0].contains("extra keys [\"pinned\"]"),
         "{problems:?}"
+    );
+    // Null latencies (no execution) are the guide's, but then nothing checks the percentiles.
+    let mut idle = good.clone();
+    for entry in idle["neuron_runtime_data"].as_array_mut().unwrap() {
+        entry["report"]["execution_stats"]["latency_stats"]["total_latency"] = Value::Null;
+    }
+    let problems = shape::check(&[idle.clone()]).unwrap_err();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.ends_with("total_latency: {\"null\"} where the guide has {\"object\"}")),
+        "{problems:?}"
+    );
+    assert!(
+        shape::check(&[idle, good.clone()]).is_ok(),
+        "null in one document, object in another"
     );
     let mut retyped = good;
     retyped["neuron_hardware_info"]["neuron_device_count"] = "2".into();
