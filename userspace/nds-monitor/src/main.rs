@@ -64,12 +64,9 @@ fn run(cli: Cli) -> Result<()> {
         let address = listener.local_addr().map_err(serve_error)?;
         println!("listening on http://{address}/metrics");
         io::stdout().flush().map_err(Error::Output)?;
-        serve(&listener, &mut monitor, *max_requests);
-        return Ok(());
+        return serve(&listener, &mut monitor, *max_requests).map_err(serve_error);
     }
-    // Latencies are sampled between reports: a few dozen times per period.
-    let step = (monitor.plan().shortest_period() / 20)
-        .clamp(Duration::from_millis(10), Duration::from_millis(100));
+    let step = monitor.sampling_step();
     let mut printed = 0;
     let mut stdout = io::stdout().lock();
     loop {
@@ -77,7 +74,10 @@ fn run(cli: Cli) -> Result<()> {
         let document = match cli.format {
             Format::Json => monitor.poll(now),
             Format::Prometheus if monitor.is_due(now) => Some(monitor.report_all(now)),
-            Format::Prometheus => None,
+            Format::Prometheus => {
+                monitor.tick(now);
+                None
+            }
         };
         if let Some(document) = document {
             let text = match cli.format {

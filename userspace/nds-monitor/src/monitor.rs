@@ -182,13 +182,27 @@ impl Monitor {
 
     /// Samples latencies, and returns a report if any group is due at `now`.
     pub fn poll(&mut self, now: Instant) -> Option<MonitorDocument> {
-        self.refresh(now);
-        self.sample();
+        self.tick(now);
         let due = self.due(now);
         if due.is_empty() {
             return None;
         }
         Some(self.report(now, |id| due.contains(&id)))
+    }
+
+    /// Attaches new owners and samples latencies, without reporting: what a caller that
+    /// reports on its own schedule ([`Monitor::report_all`]) does between reports, so that the
+    /// report measures a whole period from the attach and has its latency samples.
+    pub fn tick(&mut self, now: Instant) {
+        self.refresh(now);
+        self.sample();
+    }
+
+    /// How often to [`tick`](Monitor::tick) between reports: a few dozen times per period.
+    #[must_use]
+    pub fn sampling_step(&self) -> Duration {
+        (self.plan.shortest_period() / 20)
+            .clamp(Duration::from_millis(10), Duration::from_millis(100))
     }
 
     /// Whether any group is due at `now`.
@@ -199,8 +213,7 @@ impl Monitor {
 
     /// A report with every group, whatever the schedule (for Prometheus scrapes and `top`).
     pub fn report_all(&mut self, now: Instant) -> MonitorDocument {
-        self.refresh(now);
-        self.sample();
+        self.tick(now);
         self.report(now, |_| true)
     }
 

@@ -13,6 +13,11 @@ use prometheus_parse::{Scrape, Value};
 /// The monitor over the scratch directory; instance metadata off, so that no test ever sends
 /// a packet off this machine, whatever machine it runs on.
 fn monitor(scratch: &Scratch) -> Command {
+    monitor_every(scratch, "100ms")
+}
+
+/// The same with every group every `period`.
+fn monitor_every(scratch: &Scratch, period: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_nds-monitor"));
     command
         .arg("--slab-dir")
@@ -21,7 +26,7 @@ fn monitor(scratch: &Scratch) -> Command {
         .arg(scratch.sys())
         .arg("--hardware-sysfs-root")
         .arg(scratch.hardware_root())
-        .args(["--period", "100ms", "--instance-metadata", "off"]);
+        .args(["--period", period, "--instance-metadata", "off"]);
     command
 }
 
@@ -381,4 +386,102 @@ fn promtool_checks_the_served_exposition() {
             "{family} missing from\n{body}"
         );
     }
+}
+
+/// Counts executions on core 0 of `pid`'s slab file (busy time and latencies with them),
+/// every few milliseconds, until `done` is set: a process running while the monitor watches.
+fn keep_producing(
+    dir: std::path::PathBuf,
+    pid: i32,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    use nds_abi::counters::NcCounter;
+    std::thread::spawn(move || {
+        let store = nds::Datastore::open(&nds::Backend::file(slab_path(&dir, 0, pid)), 0).unwrap();
+        let mut latency = 1_000;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            latency = latency % 2_000 + 37;
+            store
+                .set_nc_counter(0, NcCounter::LatencyTotal.index(), latency)
+                .unwrap();
+            store
+                .set_nc_counter(0, NcCounter::LatencyDevice.index(), latency / 2)
+                .unwrap();
+            store
+                .increment_nc_counter(0, NcCounter::TimeInUse.index(), 2_000)
+                .unwrap();
+            store
+                .increment_nc_counter(0, NcCounter::InferenceCount.index(), 1)
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    })
+}
+
+/// The ecosystem's utilization and latency series of the `live` process.
+fn live_measures(text: &str) -> (f64, usize) {
+    let scrape = parse(text);
+    let utilization = value(
+        &scrape,
+        "neuroncore_utilization_ratio",
+        &[("runtime_tag", "live"), ("neuroncore", "0")],
+    );
+    let latencies = scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == "execution_latency_seconds")
+        .count();
+    (utilization, latencies)
+}
+
+#[test]
+fn prometheus_reports_measure_the_period_from_the_attach_not_from_the_report() {
+    let scratch = Scratch::new("cli-live");
+    produce(&scratch.slabs(), 0, 5501, "live", 10);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = keep_producing(scratch.slabs(), 5501, done.clone());
+    // The format's one report is due after a period: the monitor attached long before.
+    let output = monitor_every(&scratch, "2s")
+        .args(["--format", "prometheus", "--count", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (utilization, latencies) = live_measures(&String::from_utf8(output.stdout).unwrap());
+    assert!(utilization > 0.0, "utilization {utilization}");
+    assert_eq!(latencies, 7, "p0 … p100 of the sampled executions");
+
+    // serve: the first scrape too, because the monitor samples between scrapes.
+    let mut child = monitor_every(&scratch, "1s")
+        .args(["serve", "--listen", "127.0.0.1:0", "--max-requests", "1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let address = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap()
+        .to_owned();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let mut stream = TcpStream::connect(&address).unwrap();
+    write!(stream, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(child.wait().unwrap().success());
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    writer.join().unwrap();
+    let (utilization, latencies) = live_measures(response.split_once("\r\n\r\n").unwrap().1);
+    assert!(
+        utilization > 0.0,
+        "utilization {utilization} at the first scrape"
+    );
+    assert_eq!(latencies, 7);
 }
