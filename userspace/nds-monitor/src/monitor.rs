@@ -22,7 +22,7 @@ use crate::host::{self, ProcStat, ProcessCpu};
 use crate::imds::InstanceMetadata;
 use crate::latency::LatencySamples;
 use crate::snapshot::{observe, sample_latencies, Observation, SlabReading};
-use crate::source::{Candidate, Owner, SlabKey, SlabSource, Source};
+use crate::source::{Candidate, Owner, SlabKey, Source};
 use crate::system;
 
 /// A group's identity in the schedule.
@@ -166,15 +166,12 @@ impl Monitor {
         self.instance.current()
     }
 
-    /// Why there is no device: from the source, or where files were read from.
+    /// Why there is no device: the source's reason (kernel slabs), or that slab files are read
+    /// without one.
     fn no_device(&self) -> String {
         self.source.no_device_reason().unwrap_or_else(|| {
-            let location = match &self.source.slabs {
-                SlabSource::Files { dir } => format!("slabs are read from {}", dir.display()),
-                SlabSource::Kernel { dev_dir } => format!("device nodes in {}", dev_dir.display()),
-            };
             format!(
-                "no Neuron device under {} ({location})",
+                "no Neuron device under {} (slab files need none)",
                 self.source.sysfs.path().display()
             )
         })
