@@ -19,10 +19,14 @@ grep -v ' 0 0 0$' /sys/class/neuron_device/neuron0/datastore/slots
 banner "nds-monitor: one report over 1 s (JSON, first runtime entry shown, abbreviated)"
 $bin/nds-monitor --period 1s --count 1 --pretty >/tmp/monitor.json
 sed -n '/"neuron_runtime_data"/,/"memory_used"/p' /tmp/monitor.json | head -n 60
-echo "  ... ($(wc -l </tmp/monitor.json) lines in all; the schema is Documentation/monitor.schema.json)"
+echo "  ..."
+sed -n '/"instance_info"/,$p' /tmp/monitor.json
+echo "  ($(wc -l </tmp/monitor.json) lines in all; the contract is Documentation/userspace.rst)"
 
-banner "nds-monitor --format prometheus (successes per process and core)"
-$bin/nds-monitor --period 500ms --count 1 --format prometheus | grep 'status="success"' | head -n 14
+banner "nds-monitor --format prometheus (the ecosystem's names: completions per process, cores of device 1)"
+$bin/nds-monitor --period 500ms --count 1 --format prometheus >/tmp/monitor.prom
+grep '^execution_status_total{.*status_type="completed"' /tmp/monitor.prom | head -n 6
+grep '^neuroncore_utilization_ratio{.*runtime_tag="loadgen-d1-' /tmp/monitor.prom | head -n 6
 
 banner "nds-top --once (one 80x24 frame of the 'all' tab)"
 $bin/nds-top --once --period 1s

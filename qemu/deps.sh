@@ -13,7 +13,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=qemu/env.sh
 source "$here/env.sh"
 
-host_packages=(build-essential pkg-config python3 python3-jsonschema tmux)
+# prometheus: promtool lints the monitor's exposition and a real server scrapes it (host tests).
+host_packages=(build-essential pkg-config python3 python3-jsonschema tmux prometheus)
 kernel_packages=(
     clang-19 lld-19 llvm-19 libclang-19-dev make bc flex bison libelf-dev libssl-dev
     dwarves kmod cpio xz-utils zstd rsync qemu-system-x86 busybox-static musl-tools

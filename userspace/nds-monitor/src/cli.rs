@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 use nds_sysfs::DEFAULT_SYSFS_ROOT;
 
+use crate::hardware::DEFAULT_HARDWARE_ROOT;
+use crate::imds::MetadataSetting;
+
 /// Reports every process's datastore counters and the kernel's totals, one document per period.
 #[derive(Debug, Parser)]
 #[command(name = "nds-monitor", version, about)]
@@ -37,6 +40,18 @@ pub struct Cli {
     /// Read slab files `neuron<device>-<pid>.slab` from this directory instead of the devices.
     #[arg(long)]
     pub slab_dir: Option<PathBuf>,
+    /// EC2 instance metadata for `instance_info`: `auto` (queried only if DMI says this is an
+    /// EC2 instance), `off`, or an `http://HOST[:PORT]` endpoint to query.
+    #[arg(
+        long,
+        env = "NDS_MONITOR_INSTANCE_METADATA",
+        default_value = "auto",
+        value_name = "auto|off|URL"
+    )]
+    pub instance_metadata: MetadataSetting,
+    /// Root of the Neuron driver's sysfs devices (device type and ECC counters, where present).
+    #[arg(long, default_value = DEFAULT_HARDWARE_ROOT)]
+    pub hardware_sysfs_root: PathBuf,
     /// What to do instead of printing reports.
     #[command(subcommand)]
     pub command: Option<Command>,

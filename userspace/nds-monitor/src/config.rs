@@ -5,14 +5,13 @@
 //!   "neuron_runtimes": [ { "tag_filter": "^loadgen-", "metrics": [
 //!       { "type": "neuroncore_counters" }, { "type": "execution_stats" },
 //!       { "type": "memory_used", "period": "2s" }, { "type": "nds_counters" } ] } ],
-//!   "system_metrics": [ { "type": "neuron_counters", "period": "5s" } ] }
+//!   "system_metrics": [ { "type": "neuron_counters", "period": "5s" }, { "type": "vcpu_usage" } ] }
 //! ```
 //!
 //! `period` may be set at the root, on a runtime entry or on a group; the nearest one wins
 //! (default 5 s). A runtime is reported by the first entry whose `tag_filter` matches its tag
-//! (no filter matches everything). neuron-monitor group types this monitor does not collect
-//! (vCPU usage, host memory info, hardware ECC counters) are accepted and listed in
-//! [`Plan::ignored`].
+//! (no filter matches everything). Every group type of neuron-monitor is collected, plus this
+//! monitor's `nds_counters`, `process_info` and `neuron_counters`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -24,14 +23,6 @@ use crate::error::{Error, Result};
 
 /// neuron-monitor's default period.
 pub const DEFAULT_PERIOD: Duration = Duration::from_secs(5);
-
-/// Group types of neuron-monitor that have no datastore source.
-const FOREIGN_GROUPS: [&str; 4] = [
-    "neuron_runtime_vcpu_usage",
-    "vcpu_usage",
-    "memory_info",
-    "neuron_hw_counters",
-];
 
 /// The file as written.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -77,6 +68,8 @@ pub enum RuntimeGroup {
     ExecutionStats,
     /// `memory_used`: host and device memory, loaded models.
     MemoryUsed,
+    /// `neuron_runtime_vcpu_usage`: the process's CPU time, from `/proc/<pid>/stat`.
+    NeuronRuntimeVcpuUsage,
     /// `nds_counters`: every non-zero datastore counter by its C name (this monitor's
     /// extension).
     NdsCounters,
@@ -86,10 +79,11 @@ pub enum RuntimeGroup {
 
 impl RuntimeGroup {
     /// Every runtime group.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::NeuroncoreCounters,
         Self::ExecutionStats,
         Self::MemoryUsed,
+        Self::NeuronRuntimeVcpuUsage,
         Self::NdsCounters,
         Self::ProcessInfo,
     ];
@@ -101,6 +95,7 @@ impl RuntimeGroup {
             Self::NeuroncoreCounters => "neuroncore_counters",
             Self::ExecutionStats => "execution_stats",
             Self::MemoryUsed => "memory_used",
+            Self::NeuronRuntimeVcpuUsage => "neuron_runtime_vcpu_usage",
             Self::NdsCounters => "nds_counters",
             Self::ProcessInfo => "process_info",
         }
@@ -110,15 +105,33 @@ impl RuntimeGroup {
 /// System groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SystemGroup {
-    /// `neuron_counters`: the kernel's aggregated per-core totals from sysfs.
+    /// `neuron_hw_counters`: ECC events per device, from the Neuron driver's sysfs.
+    NeuronHwCounters,
+    /// `vcpu_usage`: the host's vCPUs, from `/proc/stat`.
+    VcpuUsage,
+    /// `memory_info`: the host's memory, from `/proc/meminfo`.
+    MemoryInfo,
+    /// `neuron_counters`: the kernel's aggregated per-core totals from sysfs (this monitor's
+    /// extension).
     NeuronCounters,
 }
 
 impl SystemGroup {
+    /// Every system group.
+    pub const ALL: [Self; 4] = [
+        Self::NeuronHwCounters,
+        Self::VcpuUsage,
+        Self::MemoryInfo,
+        Self::NeuronCounters,
+    ];
+
     /// The name used in configuration and output.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
+            Self::NeuronHwCounters => "neuron_hw_counters",
+            Self::VcpuUsage => "vcpu_usage",
+            Self::MemoryInfo => "memory_info",
             Self::NeuronCounters => "neuron_counters",
         }
     }
@@ -140,8 +153,6 @@ pub struct Plan {
     pub runtimes: Vec<RuntimeRule>,
     /// System groups with their periods.
     pub system: Vec<(SystemGroup, Duration)>,
-    /// Group types that were configured but are not collected.
-    pub ignored: Vec<String>,
     /// A filter every reported tag must match as well (`--tag-filter`).
     pub tag_filter: Option<Regex>,
 }
@@ -155,8 +166,7 @@ impl Plan {
                 tag_filter: None,
                 groups: RuntimeGroup::ALL.iter().map(|&g| (g, period)).collect(),
             }],
-            system: vec![(SystemGroup::NeuronCounters, period)],
-            ignored: Vec::new(),
+            system: SystemGroup::ALL.iter().map(|&g| (g, period)).collect(),
             tag_filter: None,
         }
     }
@@ -181,7 +191,6 @@ impl Plan {
     /// [`Error::Config`] for an invalid period, regular expression or group type.
     pub fn from_config(config: &ConfigFile) -> Result<Self> {
         let root = parse_period(config.period.as_deref(), DEFAULT_PERIOD)?;
-        let mut ignored = Vec::new();
         let default_runtime = [RuntimeConfig::default()];
         let runtimes = config
             .neuron_runtimes
@@ -203,10 +212,11 @@ impl Plan {
                         let mut groups = Vec::new();
                         for metric in metrics {
                             let group_period = parse_period(metric.period.as_deref(), period)?;
-                            match RuntimeGroup::ALL.iter().find(|g| g.name() == metric.kind) {
-                                Some(&group) => groups.push((group, group_period)),
-                                None => ignored.push(check_foreign(&metric.kind)?),
-                            }
+                            let group = RuntimeGroup::ALL
+                                .into_iter()
+                                .find(|g| g.name() == metric.kind)
+                                .ok_or_else(|| unknown_group(&metric.kind, "runtime"))?;
+                            groups.push((group, group_period));
                         }
                         groups
                     }
@@ -215,16 +225,15 @@ impl Plan {
             })
             .collect::<Result<Vec<_>>>()?;
         let system = match &config.system_metrics {
-            None => vec![(SystemGroup::NeuronCounters, root)],
+            None => SystemGroup::ALL.iter().map(|&g| (g, root)).collect(),
             Some(metrics) => {
                 let mut system = Vec::new();
                 for metric in metrics {
-                    if metric.kind == SystemGroup::NeuronCounters.name() {
-                        let period = parse_period(metric.period.as_deref(), root)?;
-                        system.push((SystemGroup::NeuronCounters, period));
-                    } else {
-                        ignored.push(check_foreign(&metric.kind)?);
-                    }
+                    let group = SystemGroup::ALL
+                        .into_iter()
+                        .find(|g| g.name() == metric.kind)
+                        .ok_or_else(|| unknown_group(&metric.kind, "system"))?;
+                    system.push((group, parse_period(metric.period.as_deref(), root)?));
                 }
                 system
             }
@@ -232,7 +241,6 @@ impl Plan {
         Ok(Self {
             runtimes,
             system,
-            ignored,
             tag_filter: None,
         })
     }
@@ -274,13 +282,9 @@ impl Plan {
     }
 }
 
-/// Accepts a neuron-monitor group this monitor does not collect; rejects unknown names.
-fn check_foreign(kind: &str) -> Result<String> {
-    if FOREIGN_GROUPS.contains(&kind) {
-        Ok(kind.to_owned())
-    } else {
-        Err(Error::Config(format!("unknown metric group type {kind:?}")))
-    }
+/// The error for a group type that does not exist where it was configured.
+fn unknown_group(kind: &str, section: &str) -> Error {
+    Error::Config(format!("unknown {section} metric group type {kind:?}"))
 }
 
 /// Parses a period such as `"1s"` or `"500ms"`; `None` gives `default`.

@@ -1,10 +1,16 @@
 //! The JSON document printed every period, in neuron-monitor's shape (see
-//! `Documentation/monitor.schema.json`).
+//! `Documentation/monitor.schema.json` and the output contract in
+//! `Documentation/userspace.rst`).
 //!
-//! Conventions kept from neuron-monitor: object keys for indices are strings (`"0"`), units are
+//! Every object and key of neuron-monitor's documented output is present, with the same JSON
+//! types, even when a value is unknown (then an empty string or 0, and the group's `error`
+//! says why). Conventions kept: object keys for indices are strings (`"0"`), NeuronCore keys
+//! are instance-wide (device `d`, core `c` → `d * neuroncore_per_device_count + c`), units are
 //! in key names (`_bytes`), every group carries `period` (the captured interval in seconds)
-//! and `error` (empty when fine), and execution counts are per period. Additions: lifetime
-//! totals next to the deltas, an `nds_counters` group with every datastore counter, a
+//! and `error` (empty when fine), and counts are per period. Additions sit only where
+//! consumers ignore extra keys (never inside `usage_breakdown.host`, a
+//! `neuroncore_memory_usage` entry, or another object consumers turn into a fixed record):
+//! lifetime totals next to the deltas, an `nds_counters` group with every datastore counter, a
 //! `process_info` group, and a `neuron_counters` system group with the kernel's aggregates.
 
 use std::collections::BTreeMap;
@@ -59,6 +65,9 @@ pub struct RuntimeReport {
     /// Memory and loaded models.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_used: Option<MemoryUsed>,
+    /// The process's share of the host's vCPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neuron_runtime_vcpu_usage: Option<RuntimeVcpuUsage>,
     /// Every non-zero datastore counter.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nds_counters: Option<NdsCounters>,
@@ -74,7 +83,7 @@ pub struct NeuroncoreCounters {
     pub period: f64,
     /// Empty when fine.
     pub error: String,
-    /// Cores with any non-zero counter, by index.
+    /// Cores with any non-zero counter, by instance-wide index.
     pub neuroncores_in_use: BTreeMap<String, CoreUsage>,
 }
 
@@ -208,7 +217,7 @@ pub struct RuntimeUsedBytes {
 pub struct UsageBreakdown {
     /// Host memory by kind.
     pub host: HostBreakdown,
-    /// Device memory by core.
+    /// Device memory by instance-wide core index.
     pub neuroncore_memory_usage: BTreeMap<String, CoreMemory>,
 }
 
@@ -245,7 +254,7 @@ pub struct CoreMemory {
 pub struct LoadedModel {
     /// Model name.
     pub name: String,
-    /// UUID, hyphenated hex.
+    /// UUID, 32 lowercase hex digits (as neuron-monitor prints it).
     pub uuid: String,
     /// Model id.
     pub model_id: u32,
@@ -260,7 +269,7 @@ pub struct LoadedModel {
 pub struct Subgraph {
     /// Memory of the node.
     pub memory_used_bytes: SubgraphMemory,
-    /// Core it runs on.
+    /// Core it runs on, within its device (paired with `neuron_device_index`).
     pub neuroncore_index: u32,
     /// Device it runs on.
     pub neuron_device_index: u32,
@@ -274,22 +283,29 @@ pub struct SubgraphMemory {
     /// Device bytes.
     pub neuron_device: u64,
     /// By location and kind.
-    pub usage_breakdown: BTreeMap<String, MemoryKinds>,
+    pub usage_breakdown: SubgraphBreakdown,
 }
 
-/// Bytes by grid column.
+/// A model node's memory by location, in neuron-monitor's categories.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct MemoryKinds {
-    /// Code.
-    pub code: u64,
-    /// Tensors.
-    pub tensors: u64,
+pub struct SubgraphBreakdown {
+    /// Host memory (grid row 0).
+    pub host: HostBreakdown,
+    /// Device memory (grid row 1).
+    pub neuron_device: SubgraphDeviceMemory,
+}
+
+/// A model node's device memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SubgraphDeviceMemory {
     /// Constants.
     pub constants: u64,
-    /// Scratchpad.
-    pub scratchpad: u64,
-    /// Everything else.
-    pub misc: u64,
+    /// Code.
+    pub model_code: u64,
+    /// Everything else, scratchpad included (neuron-monitor has no scratchpad key here).
+    pub runtime_memory: u64,
+    /// Tensors.
+    pub tensors: u64,
 }
 
 /// `nds_counters`: raw datastore counters by C name, non-zero ones only.
@@ -347,12 +363,121 @@ pub struct ProcessInfoGroup {
     pub fal_version: String,
 }
 
-/// The system groups.
+/// `neuron_runtime_vcpu_usage`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RuntimeVcpuUsage {
+    /// Captured interval, seconds.
+    pub period: f64,
+    /// Empty when fine; says why `/proc/<pid>/stat` could not be read.
+    pub error: String,
+    /// Percent of all online vCPUs over the period.
+    pub vcpu_usage: ProcessCpuShare,
+}
+
+/// A process's CPU time over a period, percent of all online vCPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ProcessCpuShare {
+    /// User mode.
+    pub user: f64,
+    /// Kernel mode.
+    pub system: f64,
+}
+
+/// The system groups; a group not due this period is absent.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SystemData {
-    /// The kernel's aggregated counters.
+    /// ECC events per device, from the Neuron driver's sysfs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neuron_hw_counters: Option<HwCounters>,
+    /// Host vCPU usage, from `/proc/stat`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vcpu_usage: Option<VcpuUsage>,
+    /// Host memory, from `/proc/meminfo`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_info: Option<MemoryInfo>,
+    /// The kernel's aggregated counters (this monitor's extension).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub neuron_counters: Option<SystemCounters>,
+}
+
+/// `neuron_hw_counters`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HwCounters {
+    /// Captured interval, seconds.
+    pub period: f64,
+    /// Empty when fine; says which counters the driver does not publish.
+    pub error: String,
+    /// Events per device over the period.
+    pub neuron_devices: Vec<DeviceEcc>,
+    /// The driver's totals (this monitor's extension, for Prometheus counters).
+    pub lifetime: Vec<DeviceEcc>,
+}
+
+/// One device's ECC event counts. Consumers turn every key but the index into an event type,
+/// so it holds exactly neuron-monitor's keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceEcc {
+    /// Device index.
+    pub neuron_device_index: u32,
+    /// Corrected DRAM ECC events.
+    pub mem_ecc_corrected: u64,
+    /// Uncorrected DRAM ECC events.
+    pub mem_ecc_uncorrected: u64,
+    /// Uncorrected SRAM ECC events.
+    pub sram_ecc_uncorrected: u64,
+    /// Corrected SRAM ECC events.
+    pub sram_ecc_corrected: u64,
+}
+
+/// `vcpu_usage`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct VcpuUsage {
+    /// Captured interval, seconds.
+    pub period: f64,
+    /// Empty when fine.
+    pub error: String,
+    /// Over all vCPUs.
+    pub average_usage: CpuShares,
+    /// Per vCPU, by its number.
+    pub usage_data: BTreeMap<String, CpuShares>,
+    /// Context switches during the period.
+    pub context_switch_count: u64,
+}
+
+/// Where vCPU time went over a period, percent (two decimals).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CpuShares {
+    /// User mode.
+    pub user: f64,
+    /// Niced user mode.
+    pub nice: f64,
+    /// Kernel mode.
+    pub system: f64,
+    /// Idle.
+    pub idle: f64,
+    /// Waiting for I/O.
+    pub io_wait: f64,
+    /// Hardware interrupts.
+    pub irq: f64,
+    /// Software interrupts.
+    pub soft_irq: f64,
+}
+
+/// `memory_info`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MemoryInfo {
+    /// Captured interval, seconds.
+    pub period: f64,
+    /// Empty when fine.
+    pub error: String,
+    /// `MemTotal`.
+    pub memory_total_bytes: u64,
+    /// `MemTotal - MemAvailable`.
+    pub memory_used_bytes: u64,
+    /// `SwapTotal`.
+    pub swap_total_bytes: u64,
+    /// `SwapTotal - SwapFree`.
+    pub swap_used_bytes: u64,
 }
 
 /// `neuron_counters`: sysfs totals of every core of every device.
@@ -373,7 +498,7 @@ pub struct DeviceCounters {
     pub neuron_device_index: u32,
     /// Slabs currently owned by a process.
     pub slots_owned: usize,
-    /// Per core: the `status` and `other_info` nodes.
+    /// Per core, by instance-wide index: the `status` and `other_info` nodes.
     pub neuroncores: BTreeMap<String, CoreCounters>,
 }
 
@@ -386,24 +511,47 @@ pub struct CoreCounters {
     pub other_info: BTreeMap<String, CounterValue>,
 }
 
-/// The host.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+/// The EC2 instance, from its instance metadata; exactly neuron-monitor's keys, every one
+/// present (empty when unknown).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct InstanceInfo {
-    /// Host name.
-    pub hostname: String,
-    /// Kernel release.
-    pub kernel_release: String,
-    /// Empty when fine.
+    /// The `Name` tag (needs instance tags in the metadata).
+    pub instance_name: String,
+    /// `i-...`.
+    pub instance_id: String,
+    /// E.g. `trn2.48xlarge`.
+    pub instance_type: String,
+    /// E.g. `us-west-2b`.
+    pub instance_availability_zone: String,
+    /// E.g. `usw2-az2`.
+    pub instance_availability_zone_id: String,
+    /// E.g. `us-west-2`.
+    pub instance_region: String,
+    /// `ami-...`.
+    pub ami_id: String,
+    /// `subnet-...` of the primary network interface.
+    pub subnet_id: String,
+    /// Empty when fine; why the required fields are missing otherwise.
     pub error: String,
 }
 
-/// The devices.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+/// The Neuron devices; exactly neuron-monitor's keys.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct HardwareInfo {
+    /// E.g. `trainium2`; empty when the driver does not say.
+    pub neuron_device_type: String,
+    /// E.g. `v4`; empty when the driver does not say.
+    pub neuron_device_version: String,
+    /// E.g. `v3d`; empty when the driver does not say.
+    pub neuroncore_version: String,
     /// Devices seen.
     pub neuron_device_count: usize,
-    /// Cores per device (of the first device).
+    /// Memory of each device, bytes; 0 when unknown.
+    pub neuron_device_memory_size: u64,
+    /// NeuronCores per device (of the first device).
     pub neuroncore_per_device_count: usize,
-    /// Empty when fine.
+    /// Physical cores per logical NeuronCore; 0 when unknown.
+    pub logical_neuroncore_config: u32,
+    /// Empty when fine; says which values are unknown and why.
     pub error: String,
 }

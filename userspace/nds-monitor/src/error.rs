@@ -24,6 +24,10 @@ pub enum Error {
     /// Writing the output failed (e.g. the reader of a pipe went away).
     #[error("output: {0}")]
     Output(#[source] io::Error),
+    /// Reports were asked for with `--count`, and there was no Neuron device to report on
+    /// (the reason was printed when it was found).
+    #[error("the reports had no Neuron device to report on")]
+    NoDevice,
     /// The HTTP endpoint could not be set up.
     #[error("serve {address}: {source}")]
     Serve {

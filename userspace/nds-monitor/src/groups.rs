@@ -1,16 +1,20 @@
 //! Building the runtime groups from two readings of a slab (the period's start and end).
+//!
+//! A slab counts per core of its device; the groups key cores by their instance-wide index
+//! ([`CoreIndexing`]), as neuron-monitor does.
 
 use std::collections::BTreeMap;
 
 use nds::{text_lossy, ModelEntry, Snapshot};
 use nds_abi::counters::{ExtNcCounter, NcCounter, NdCounter};
+use nds_abi::layout::NDS_TOTAL_NEURONCORE_COUNT;
 use nds_abi::records::{MemUsageSlot, VersionInfo};
 
 use crate::document::{
     CoreMemory, CoreUsage, CounterValue, ErrorSummary, ExecutionStats, ExecutionSummary,
-    ExecutionTotals, HostBreakdown, LatencyStats, LoadedModel, MemoryKinds, MemoryUsed,
-    NdsCounters, NeuroncoreCounters, ProcessInfoGroup, RuntimeUsedBytes, Subgraph, SubgraphMemory,
-    UsageBreakdown,
+    ExecutionTotals, HardwareInfo, HostBreakdown, LatencyStats, LoadedModel, MemoryUsed,
+    NdsCounters, NeuroncoreCounters, ProcessInfoGroup, RuntimeUsedBytes, Subgraph,
+    SubgraphBreakdown, SubgraphDeviceMemory, SubgraphMemory, UsageBreakdown,
 };
 use crate::latency::{percentiles, LatencySamples};
 use crate::snapshot::SlabReading;
@@ -19,6 +23,65 @@ use crate::snapshot::SlabReading;
 const HOST_LOCATION: usize = 0;
 /// Row of a model's usage grid holding device memory.
 const DEVICE_LOCATION: usize = 1;
+
+/// NeuronCores per device for instance-wide indexes: `neuroncore_per_device_count`, or the
+/// slab's 16 core slots when no device tree says (slab files alone).
+#[must_use]
+pub fn cores_per_device(hardware: &HardwareInfo) -> usize {
+    match hardware.neuroncore_per_device_count {
+        0 => NDS_TOTAL_NEURONCORE_COUNT,
+        count => count,
+    }
+}
+
+/// How a device's cores map to instance-wide NeuronCore indexes: device `d`, core `c` →
+/// `d * per_device + c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoreIndexing {
+    /// The slab's device.
+    pub device: u32,
+    /// NeuronCores per device (`neuroncore_per_device_count`).
+    pub per_device: usize,
+}
+
+impl CoreIndexing {
+    /// The instance-wide key of core `core`; `None` for a core the device does not have (a
+    /// slab may count on any of its 16 core slots, but only the device's cores exist).
+    #[must_use]
+    pub fn key(&self, core: usize) -> Option<String> {
+        (core < self.per_device).then(|| {
+            let device = usize::try_from(self.device).unwrap_or(usize::MAX);
+            device
+                .saturating_mul(self.per_device)
+                .saturating_add(core)
+                .to_string()
+        })
+    }
+
+    /// The instance-wide keys of `cores`, and the error naming those the device lacks (empty
+    /// when there are none).
+    fn keys(&self, cores: Vec<usize>) -> (Vec<(usize, String)>, String) {
+        let (kept, beyond): (Vec<usize>, Vec<usize>) = cores
+            .into_iter()
+            .partition(|&core| self.key(core).is_some());
+        let error = if beyond.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = beyond.iter().map(usize::to_string).collect();
+            format!(
+                "counters on core slot(s) {} ignored: device {} has {} NeuronCores",
+                list.join(", "),
+                self.device,
+                self.per_device
+            )
+        };
+        let kept = kept
+            .into_iter()
+            .filter_map(|core| Some((core, self.key(core)?)))
+            .collect();
+        (kept, error)
+    }
+}
 
 /// A period: its end reading, its start reading and its length.
 #[derive(Clone, Copy, Debug)]
@@ -66,7 +129,7 @@ pub fn tag_of(reading: &SlabReading, pid: i32) -> String {
 
 /// `neuroncore_counters`.
 #[must_use]
-pub fn neuroncore_counters(interval: &Interval<'_>) -> NeuroncoreCounters {
+pub fn neuroncore_counters(interval: &Interval<'_>, indexing: CoreIndexing) -> NeuroncoreCounters {
     let per_second = |value: u64| {
         if interval.seconds > 0.0 {
             value as f64 / interval.seconds
@@ -74,10 +137,10 @@ pub fn neuroncore_counters(interval: &Interval<'_>) -> NeuroncoreCounters {
             0.0
         }
     };
-    let neuroncores_in_use = interval
-        .cores()
+    let (cores, error) = indexing.keys(interval.cores());
+    let neuroncores_in_use = cores
         .into_iter()
-        .map(|core| {
+        .map(|(core, key)| {
             let busy_us = interval.delta(core, NcCounter::TimeInUse);
             let usage = CoreUsage {
                 // Microseconds busy per second of period, as a percentage.
@@ -86,19 +149,19 @@ pub fn neuroncore_counters(interval: &Interval<'_>) -> NeuroncoreCounters {
                 inferences: interval.delta(core, NcCounter::InferenceCount),
                 inferences_total: interval.now.nc(core, NcCounter::InferenceCount),
             };
-            (core.to_string(), usage)
+            (key, usage)
         })
         .collect();
     NeuroncoreCounters {
         period: interval.seconds,
-        error: String::new(),
+        error,
         neuroncores_in_use,
     }
 }
 
 fn error_summary(reading: &SlabReading) -> ErrorSummary {
     let sum = |counter| {
-        (0..nds_abi::layout::NDS_TOTAL_NEURONCORE_COUNT)
+        (0..NDS_TOTAL_NEURONCORE_COUNT)
             .map(|core| reading.nc(core, counter))
             .fold(0u64, u64::wrapping_add)
     };
@@ -114,7 +177,7 @@ fn error_summary(reading: &SlabReading) -> ErrorSummary {
 
 fn execution_summary(reading: &SlabReading) -> ExecutionSummary {
     let sum = |counter| {
-        (0..nds_abi::layout::NDS_TOTAL_NEURONCORE_COUNT)
+        (0..NDS_TOTAL_NEURONCORE_COUNT)
             .map(|core| reading.nc(core, counter))
             .fold(0u64, u64::wrapping_add)
     };
@@ -174,21 +237,14 @@ pub fn execution_stats(interval: &Interval<'_>, samples: &LatencySamples) -> Exe
     }
 }
 
-/// Hyphenated lowercase hex of a 16-byte UUID.
+/// Lowercase hex of a 16-byte UUID, without hyphens (neuron-monitor's spelling).
 fn uuid_text(bytes: &[u8]) -> String {
-    let mut text = String::with_capacity(36);
-    for (index, byte) in bytes.iter().enumerate() {
-        if matches!(index, 4 | 6 | 8 | 10) {
-            text.push('-');
-        }
-        text.push_str(&format!("{byte:02x}"));
-    }
-    text
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// `memory_used`.
 #[must_use]
-pub fn memory_used(interval: &Interval<'_>, device: u32) -> MemoryUsed {
+pub fn memory_used(interval: &Interval<'_>, indexing: CoreIndexing) -> MemoryUsed {
     let now = interval.now;
     let host = HostBreakdown {
         application_memory: now
@@ -198,10 +254,10 @@ pub fn memory_used(interval: &Interval<'_>, device: u32) -> MemoryUsed {
         dma_buffers: now.nd(NdCounter::MemUsageScratchpadHost),
         tensors: now.nd(NdCounter::MemUsageTensorsHost),
     };
-    let neuroncore_memory_usage: BTreeMap<String, CoreMemory> = interval
-        .cores()
+    let (cores, beyond) = indexing.keys(interval.cores());
+    let neuroncore_memory_usage: BTreeMap<String, CoreMemory> = cores
         .into_iter()
-        .map(|core| {
+        .map(|(core, key)| {
             let memory = CoreMemory {
                 constants: now.nc(core, NcCounter::MemUsageConstantsDevice),
                 model_code: now.nc(core, NcCounter::MemUsageCodeDevice),
@@ -209,7 +265,7 @@ pub fn memory_used(interval: &Interval<'_>, device: u32) -> MemoryUsed {
                 runtime_memory: now.nc(core, NcCounter::MemUsageMiscDevice),
                 tensors: now.nc(core, NcCounter::MemUsageTensorsDevice),
             };
-            (core.to_string(), memory)
+            (key, memory)
         })
         .collect();
     let neuron_device = neuroncore_memory_usage
@@ -235,20 +291,31 @@ pub fn memory_used(interval: &Interval<'_>, device: u32) -> MemoryUsed {
             }
         };
         let info = &model.node_info;
-        let kinds = |location| {
-            let cell = |slot: MemUsageSlot| {
-                model
-                    .mem_usage
-                    .get(location, slot.index())
-                    .map_or(0, |cell| cell.total_size)
-            };
-            MemoryKinds {
-                code: cell(MemUsageSlot::Code),
-                tensors: cell(MemUsageSlot::Tensors),
-                constants: cell(MemUsageSlot::Constants),
-                scratchpad: cell(MemUsageSlot::Scratchpad),
-                misc: cell(MemUsageSlot::Misc),
-            }
+        let cell = |location: usize, slot: MemUsageSlot| {
+            model
+                .mem_usage
+                .get(location, slot.index())
+                .map_or(0, |cell| cell.total_size)
+        };
+        let host = |slot| cell(HOST_LOCATION, slot);
+        let device = |slot| cell(DEVICE_LOCATION, slot);
+        // The grid's columns in neuron-monitor's categories: host code and misc are
+        // application memory, host scratchpad the DMA buffers; device scratchpad and misc
+        // are runtime memory.
+        let breakdown = SubgraphBreakdown {
+            host: HostBreakdown {
+                application_memory: host(MemUsageSlot::Code).wrapping_add(host(MemUsageSlot::Misc)),
+                constants: host(MemUsageSlot::Constants),
+                dma_buffers: host(MemUsageSlot::Scratchpad),
+                tensors: host(MemUsageSlot::Tensors),
+            },
+            neuron_device: SubgraphDeviceMemory {
+                constants: device(MemUsageSlot::Constants),
+                model_code: device(MemUsageSlot::Code),
+                runtime_memory: device(MemUsageSlot::Scratchpad)
+                    .wrapping_add(device(MemUsageSlot::Misc)),
+                tensors: device(MemUsageSlot::Tensors),
+            },
         };
         let sum = |location: usize| {
             (0..nds_abi::records::NDS_DMA_MEM_USAGE_SLOT_COUNT)
@@ -270,23 +337,26 @@ pub fn memory_used(interval: &Interval<'_>, device: u32) -> MemoryUsed {
                 memory_used_bytes: SubgraphMemory {
                     host: sum(HOST_LOCATION),
                     neuron_device: sum(DEVICE_LOCATION),
-                    usage_breakdown: BTreeMap::from([
-                        ("host".to_owned(), kinds(HOST_LOCATION)),
-                        ("neuron_device".to_owned(), kinds(DEVICE_LOCATION)),
-                    ]),
+                    usage_breakdown: breakdown,
                 },
                 neuroncore_index: u32::from(info.nc_index),
-                neuron_device_index: device,
+                neuron_device_index: indexing.device,
             },
         );
     }
+    let mut problems = Vec::new();
+    if !torn.is_empty() {
+        problems.push(format!(
+            "model slots {} were torn on both reads",
+            torn.join(", ")
+        ));
+    }
+    if !beyond.is_empty() {
+        problems.push(beyond);
+    }
     MemoryUsed {
         period: interval.seconds,
-        error: if torn.is_empty() {
-            String::new()
-        } else {
-            format!("model slots {} were torn on both reads", torn.join(", "))
-        },
+        error: problems.join("; "),
         neuron_runtime_used_bytes: RuntimeUsedBytes {
             host: host
                 .application_memory
@@ -305,7 +375,7 @@ pub fn memory_used(interval: &Interval<'_>, device: u32) -> MemoryUsed {
 
 /// `nds_counters`: every named counter that is non-zero now.
 #[must_use]
-pub fn nds_counters(interval: &Interval<'_>) -> NdsCounters {
+pub fn nds_counters(interval: &Interval<'_>, indexing: CoreIndexing) -> NdsCounters {
     let neuron_device = NdCounter::ALL
         .iter()
         .filter(|&&counter| interval.now.nd(counter) != 0)
@@ -319,10 +389,10 @@ pub fn nds_counters(interval: &Interval<'_>) -> NdsCounters {
         .map(|c| (c.index(), c.name()))
         .chain(ExtNcCounter::ALL.iter().map(|c| (c.index(), c.name())));
     let named: Vec<(usize, &str)> = named.collect();
-    let neuroncores = interval
-        .cores()
+    let (cores, error) = indexing.keys(interval.cores());
+    let neuroncores = cores
         .into_iter()
-        .map(|core| {
+        .map(|(core, key)| {
             let counters = named
                 .iter()
                 .filter(|(index, _)| interval.now.nc_index(core, *index) != 0)
@@ -334,12 +404,12 @@ pub fn nds_counters(interval: &Interval<'_>) -> NdsCounters {
                     (name.to_owned(), value)
                 })
                 .collect();
-            (core.to_string(), counters)
+            (key, counters)
         })
         .collect();
     NdsCounters {
         period: interval.seconds,
-        error: String::new(),
+        error,
         neuron_device,
         neuroncores,
     }
@@ -382,9 +452,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn uuids_are_hyphenated() {
+    fn uuids_are_plain_hex() {
         let bytes: Vec<u8> = (0..16).collect();
-        assert_eq!(uuid_text(&bytes), "00010203-0405-0607-0809-0a0b0c0d0e0f");
+        assert_eq!(uuid_text(&bytes), "000102030405060708090a0b0c0d0e0f");
+    }
+
+    #[test]
+    fn cores_are_keyed_instance_wide() {
+        let indexing = CoreIndexing {
+            device: 1,
+            per_device: 2,
+        };
+        assert_eq!(indexing.key(0).as_deref(), Some("2"));
+        assert_eq!(indexing.key(1).as_deref(), Some("3"));
+        assert_eq!(indexing.key(2), None);
+        let mut now = SlabReading::zeroed();
+        now.nc[1][NcCounter::InferenceCount.index()] = 3;
+        now.nc[5][NcCounter::InferenceCount.index()] = 9;
+        let interval = Interval {
+            now: &now,
+            before: &SlabReading::zeroed(),
+            seconds: 1.0,
+        };
+        let cores = neuroncore_counters(&interval, indexing);
+        assert_eq!(cores.neuroncores_in_use.keys().collect::<Vec<_>>(), ["3"]);
+        assert!(
+            cores.error.contains("core slot(s) 5 ignored"),
+            "{}",
+            cores.error
+        );
+        let counters = nds_counters(&interval, indexing);
+        assert_eq!(counters.neuroncores.keys().collect::<Vec<_>>(), ["3"]);
     }
 
     #[test]
@@ -401,7 +499,11 @@ mod tests {
             before: &before,
             seconds: 2.0,
         };
-        let cores = neuroncore_counters(&interval);
+        let indexing = CoreIndexing {
+            device: 0,
+            per_device: 2,
+        };
+        let cores = neuroncore_counters(&interval, indexing);
         let core = &cores.neuroncores_in_use["1"];
         assert_eq!(core.neuroncore_utilization, 25.0);
         assert_eq!(core.flops, 1_000.0);
@@ -410,7 +512,7 @@ mod tests {
         assert_eq!(stats.execution_summary.completed, 15);
         assert_eq!(stats.lifetime.execution_summary.completed, 25);
         assert_eq!(stats.latency_stats.total_latency, None);
-        let counters = nds_counters(&interval);
+        let counters = nds_counters(&interval, indexing);
         let completed = counters.neuroncores["1"]["NDS_NC_COUNTER_INFER_COMPLETED"];
         assert_eq!((completed.total, completed.delta), (25, 15));
         assert!(!counters.neuroncores.contains_key("0"));

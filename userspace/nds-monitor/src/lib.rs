@@ -7,8 +7,12 @@
 //! sysfs totals per device and core. A slab whose generation moves (its owner released it, or
 //! another process got it) is reported as such and its numbers are withheld.
 //!
-//! [`prometheus::render`] turns a report into the Prometheus text format and [`serve`] answers
-//! scrapes over HTTP.
+//! Host groups come from `/proc` ([`host`]), device type and ECC counters from the Neuron
+//! driver's sysfs where it exists ([`hardware`]), and `instance_info` from EC2 instance
+//! metadata ([`imds`]).
+//!
+//! [`prometheus::render`] turns a report into the Prometheus text format, with the metric names
+//! and labels of neuron-monitor's companion exporter, and [`serve`] answers scrapes over HTTP.
 
 #![warn(missing_docs)]
 
@@ -17,6 +21,9 @@ pub mod config;
 pub mod document;
 pub mod error;
 pub mod groups;
+pub mod hardware;
+pub mod host;
+pub mod imds;
 pub mod latency;
 pub mod monitor;
 pub mod prometheus;
@@ -29,4 +36,4 @@ pub use config::Plan;
 pub use document::MonitorDocument;
 pub use error::{Error, Result};
 pub use monitor::Monitor;
-pub use source::{SlabSource, Source};
+pub use source::{HostSource, SlabSource, Source};

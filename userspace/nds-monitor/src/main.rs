@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use nds_monitor::cli::{Cli, Command, Format};
 use nds_monitor::config::parse_period;
+use nds_monitor::hardware::HardwareTree;
 use nds_monitor::serve::serve;
-use nds_monitor::{prometheus, Error, Monitor, Plan, Result, SlabSource, Source};
+use nds_monitor::{prometheus, Error, HostSource, Monitor, Plan, Result, SlabSource, Source};
 use nds_sysfs::SysfsRoot;
 use regex::Regex;
 
@@ -25,9 +26,6 @@ fn plan(cli: &Cli) -> Result<Plan> {
         plan.tag_filter =
             Some(Regex::new(filter).map_err(|e| Error::Config(format!("--tag-filter: {e}")))?);
     }
-    for ignored in &plan.ignored {
-        eprintln!("nds-monitor: metric group {ignored:?} is not collected (no datastore source)");
-    }
     Ok(plan)
 }
 
@@ -41,8 +39,18 @@ fn run(cli: Cli) -> Result<()> {
             },
         },
         sysfs: SysfsRoot::new(&cli.sysfs_root),
+        host: HostSource {
+            hardware: HardwareTree::new(&cli.hardware_sysfs_root),
+            instance_metadata: cli.instance_metadata.clone(),
+            ..HostSource::default()
+        },
     };
     let mut monitor = Monitor::new(source, plan, Instant::now());
+    // Said once at start and again whenever it changes; the documents carry it too.
+    let mut no_device = monitor.source().no_device_reason();
+    if let Some(reason) = &no_device {
+        eprintln!("nds-monitor: {reason}");
+    }
     if let Some(Command::Serve {
         listen,
         max_requests,
@@ -56,12 +64,9 @@ fn run(cli: Cli) -> Result<()> {
         let address = listener.local_addr().map_err(serve_error)?;
         println!("listening on http://{address}/metrics");
         io::stdout().flush().map_err(Error::Output)?;
-        serve(&listener, &mut monitor, *max_requests);
-        return Ok(());
+        return serve(&listener, &mut monitor, *max_requests).map_err(serve_error);
     }
-    // Latencies are sampled between reports: a few dozen times per period.
-    let step = (monitor.plan().shortest_period() / 20)
-        .clamp(Duration::from_millis(10), Duration::from_millis(100));
+    let step = monitor.sampling_step();
     let mut printed = 0;
     let mut stdout = io::stdout().lock();
     loop {
@@ -69,7 +74,10 @@ fn run(cli: Cli) -> Result<()> {
         let document = match cli.format {
             Format::Json => monitor.poll(now),
             Format::Prometheus if monitor.is_due(now) => Some(monitor.report_all(now)),
-            Format::Prometheus => None,
+            Format::Prometheus => {
+                monitor.tick(now);
+                None
+            }
         };
         if let Some(document) = document {
             let text = match cli.format {
@@ -82,8 +90,18 @@ fn run(cli: Cli) -> Result<()> {
                 .and_then(|()| stdout.flush())
                 .map_err(Error::Output)?;
             printed += 1;
+            let now_no_device = monitor.source().no_device_reason();
+            if now_no_device != no_device {
+                if let Some(reason) = &now_no_device {
+                    eprintln!("nds-monitor: {reason}");
+                }
+                no_device = now_no_device;
+            }
             if cli.count.is_some_and(|count| printed >= count) {
-                return Ok(());
+                return match no_device {
+                    Some(_) => Err(Error::NoDevice),
+                    None => Ok(()),
+                };
             }
         }
         let wait = monitor.until_due(Instant::now()).min(step);

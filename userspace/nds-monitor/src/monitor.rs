@@ -12,8 +12,14 @@ use nds_abi::layout::{slab_generation_is_owned, NDS_TOTAL_NEURONCORE_COUNT};
 use nds_sysfs::CoreTotals;
 
 use crate::config::{Plan, RuntimeGroup, SystemGroup};
-use crate::document::{MonitorDocument, RuntimeEntry, RuntimeReport, SystemData};
-use crate::groups::{self, Interval};
+use crate::document::{
+    InstanceInfo, MemoryInfo, MonitorDocument, RuntimeEntry, RuntimeReport, RuntimeVcpuUsage,
+    SystemData, VcpuUsage,
+};
+use crate::groups::{self, CoreIndexing, Interval};
+use crate::hardware::{self, EccTotals};
+use crate::host::{self, ProcStat, ProcessCpu};
+use crate::imds::InstanceMetadata;
 use crate::latency::LatencySamples;
 use crate::snapshot::{observe, sample_latencies, Observation, SlabReading};
 use crate::source::{Candidate, Owner, SlabKey, Source};
@@ -41,6 +47,8 @@ struct Attachment {
     baselines: HashMap<RuntimeGroup, (Instant, SlabReading)>,
     latency: LatencySamples,
     inferences: [u64; NDS_TOTAL_NEURONCORE_COUNT],
+    /// The owner's CPU time when `neuron_runtime_vcpu_usage` was last reported.
+    cpu_baseline: Option<(Instant, ProcessCpu)>,
 }
 
 impl Attachment {
@@ -98,6 +106,12 @@ pub struct Monitor {
     ended: Vec<RuntimeEntry>,
     last_emitted: HashMap<GroupId, Instant>,
     system_baseline: Option<(Instant, Vec<CoreTotals>)>,
+    /// `/proc/stat` when `vcpu_usage` was last reported (or the monitor started).
+    vcpu_baseline: Option<(Instant, ProcStat)>,
+    /// ECC totals when `neuron_hw_counters` was last reported (or the monitor started).
+    ecc_baseline: (Instant, Vec<EccTotals>),
+    instance: InstanceMetadata,
+    ticks_per_second: u64,
     /// Slabs that could not be attached at the last refresh.
     failures: Vec<RuntimeEntry>,
     /// Problems met by the last discovery.
@@ -109,6 +123,13 @@ impl Monitor {
     /// A monitor of `source` following `plan`, starting at `now`.
     #[must_use]
     pub fn new(source: Source, plan: Plan, now: Instant) -> Self {
+        let instance =
+            InstanceMetadata::start(&source.host.instance_metadata, &source.host.dmi_dir);
+        let devices = source.sysfs.devices().unwrap_or_default();
+        let (ecc, _) = source.host.hardware.ecc_totals(&devices);
+        let vcpu_baseline = ProcStat::read(&source.host.proc_root)
+            .ok()
+            .map(|stat| (now, stat));
         Self {
             source,
             plan,
@@ -116,6 +137,10 @@ impl Monitor {
             ended: Vec::new(),
             last_emitted: HashMap::new(),
             system_baseline: None,
+            vcpu_baseline,
+            ecc_baseline: (now, ecc),
+            instance,
+            ticks_per_second: host::clock_ticks_per_second(),
             failures: Vec::new(),
             problems: Vec::new(),
             started: now,
@@ -128,15 +153,53 @@ impl Monitor {
         &self.plan
     }
 
+    /// What the monitor reads.
+    #[must_use]
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+
+    /// `instance_info` as the next report will show it (the metadata is queried in the
+    /// background; this never waits).
+    #[must_use]
+    pub fn instance_info(&self) -> InstanceInfo {
+        self.instance.current()
+    }
+
+    /// Why there is no device: the source's reason (kernel slabs), or that slab files are read
+    /// without one.
+    fn no_device(&self) -> String {
+        self.source.no_device_reason().unwrap_or_else(|| {
+            format!(
+                "no Neuron device under {} (slab files need none)",
+                self.source.sysfs.path().display()
+            )
+        })
+    }
+
     /// Samples latencies, and returns a report if any group is due at `now`.
     pub fn poll(&mut self, now: Instant) -> Option<MonitorDocument> {
-        self.refresh(now);
-        self.sample();
+        self.tick(now);
         let due = self.due(now);
         if due.is_empty() {
             return None;
         }
         Some(self.report(now, |id| due.contains(&id)))
+    }
+
+    /// Attaches new owners and samples latencies, without reporting: what a caller that
+    /// reports on its own schedule ([`Monitor::report_all`]) does between reports, so that the
+    /// report measures a whole period from the attach and has its latency samples.
+    pub fn tick(&mut self, now: Instant) {
+        self.refresh(now);
+        self.sample();
+    }
+
+    /// How often to [`tick`](Monitor::tick) between reports: a few dozen times per period.
+    #[must_use]
+    pub fn sampling_step(&self) -> Duration {
+        (self.plan.shortest_period() / 20)
+            .clamp(Duration::from_millis(10), Duration::from_millis(100))
     }
 
     /// Whether any group is due at `now`.
@@ -147,8 +210,7 @@ impl Monitor {
 
     /// A report with every group, whatever the schedule (for Prometheus scrapes and `top`).
     pub fn report_all(&mut self, now: Instant) -> MonitorDocument {
-        self.refresh(now);
-        self.sample();
+        self.tick(now);
         self.report(now, |_| true)
     }
 
@@ -233,7 +295,12 @@ impl Monitor {
             if self.attachments.contains_key(&key) {
                 continue;
             }
-            match attach(key.clone(), candidate.clone(), now) {
+            match attach(
+                key.clone(),
+                candidate.clone(),
+                now,
+                &self.source.host.proc_root,
+            ) {
                 Ok(Some(attachment)) => {
                     self.attachments.insert(key, attachment);
                 }
@@ -283,12 +350,21 @@ impl Monitor {
             }
         }
 
+        let hardware = hardware::hardware_info(
+            &self.source.sysfs,
+            &self.source.host.hardware,
+            &self.no_device(),
+        );
+        let per_device = groups::cores_per_device(&hardware);
         let mut document = MonitorDocument {
             timestamp: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
             ..MonitorDocument::default()
         };
+        // The online vCPUs, read once and only if a process's vCPU share is due.
+        let mut vcpus: Option<usize> = None;
+        let proc_root = self.source.host.proc_root.clone();
         for (key, attachment) in &mut self.attachments {
             let Some(reading) = readings.remove(key) else {
                 continue;
@@ -296,6 +372,10 @@ impl Monitor {
             attachment.tag = groups::tag_of(&reading, attachment.owner.pid);
             let Some((rule_index, rule)) = self.plan.rule_for(&attachment.tag) else {
                 continue;
+            };
+            let indexing = CoreIndexing {
+                device: attachment.candidate.device,
+                per_device,
             };
             let mut entry = attachment.entry(String::new());
             for &(group, _) in &rule.groups {
@@ -315,18 +395,30 @@ impl Monitor {
                 let report = &mut entry.report;
                 match group {
                     RuntimeGroup::NeuroncoreCounters => {
-                        report.neuroncore_counters = Some(groups::neuroncore_counters(&interval));
+                        report.neuroncore_counters =
+                            Some(groups::neuroncore_counters(&interval, indexing));
                     }
                     RuntimeGroup::ExecutionStats => {
                         let samples = attachment.latency.take();
                         report.execution_stats = Some(groups::execution_stats(&interval, &samples));
                     }
                     RuntimeGroup::MemoryUsed => {
-                        report.memory_used =
-                            Some(groups::memory_used(&interval, attachment.candidate.device));
+                        report.memory_used = Some(groups::memory_used(&interval, indexing));
+                    }
+                    RuntimeGroup::NeuronRuntimeVcpuUsage => {
+                        let vcpus = *vcpus.get_or_insert_with(|| {
+                            ProcStat::read(&proc_root).map_or(1, |stat| stat.cpus.len())
+                        });
+                        report.neuron_runtime_vcpu_usage = Some(runtime_vcpu_usage(
+                            &proc_root,
+                            attachment,
+                            now,
+                            vcpus,
+                            self.ticks_per_second,
+                        ));
                     }
                     RuntimeGroup::NdsCounters => {
-                        report.nds_counters = Some(groups::nds_counters(&interval));
+                        report.nds_counters = Some(groups::nds_counters(&interval, indexing));
                     }
                     RuntimeGroup::ProcessInfo => {
                         report.process_info = Some(groups::process_info(&interval));
@@ -351,32 +443,66 @@ impl Monitor {
             .map(|&(group, _)| group)
             .filter(|&group| due(GroupId::System(group)))
             .collect();
-        if system_due.contains(&SystemGroup::NeuronCounters) {
-            let (totals, error) = system::read_totals(&self.source.sysfs);
-            let (since, before) = self
-                .system_baseline
-                .take()
-                .unwrap_or_else(|| (self.started, Vec::new()));
-            let mut counters = system::system_counters(
-                &self.source.sysfs,
-                &totals,
-                &before,
-                now.saturating_duration_since(since).as_secs_f64(),
-                error,
-            );
-            if !problems.is_empty() {
-                let mut all = vec![counters.error.clone()];
-                all.extend(problems);
-                all.retain(|p| !p.is_empty());
-                counters.error = all.join("; ");
+        let mut system_data = SystemData::default();
+        for group in system_due {
+            match group {
+                SystemGroup::NeuronHwCounters => {
+                    let devices = self.source.sysfs.devices().unwrap_or_default();
+                    let (totals, mut problems) = self.source.host.hardware.ecc_totals(&devices);
+                    if devices.is_empty() {
+                        problems.push(self.no_device());
+                    }
+                    let (since, before) = &self.ecc_baseline;
+                    let seconds = now.saturating_duration_since(*since).as_secs_f64();
+                    system_data.neuron_hw_counters =
+                        Some(hardware::hw_counters(&totals, before, seconds, &problems));
+                    self.ecc_baseline = (now, totals);
+                }
+                SystemGroup::VcpuUsage => {
+                    system_data.vcpu_usage = Some(self.vcpu_usage(now));
+                }
+                SystemGroup::MemoryInfo => {
+                    let since = self
+                        .last_emitted
+                        .get(&GroupId::System(group))
+                        .copied()
+                        .unwrap_or(self.started);
+                    let seconds = now.saturating_duration_since(since).as_secs_f64();
+                    let info = host::memory_info(&self.source.host.proc_root, seconds);
+                    system_data.memory_info = Some(info.unwrap_or_else(|error| MemoryInfo {
+                        period: seconds,
+                        error: error.to_string(),
+                        ..MemoryInfo::default()
+                    }));
+                }
+                SystemGroup::NeuronCounters => {
+                    let (totals, error) = system::read_totals(&self.source.sysfs);
+                    let (since, before) = self
+                        .system_baseline
+                        .take()
+                        .unwrap_or_else(|| (self.started, Vec::new()));
+                    let mut counters = system::system_counters(
+                        &self.source.sysfs,
+                        &totals,
+                        &before,
+                        now.saturating_duration_since(since).as_secs_f64(),
+                        per_device,
+                        error,
+                    );
+                    if !problems.is_empty() {
+                        let mut all = vec![counters.error.clone()];
+                        all.extend(problems.iter().cloned());
+                        all.retain(|p| !p.is_empty());
+                        counters.error = all.join("; ");
+                    }
+                    system_data.neuron_counters = Some(counters);
+                    self.system_baseline = Some((now, totals));
+                }
             }
-            document.system_data = SystemData {
-                neuron_counters: Some(counters),
-            };
-            self.system_baseline = Some((now, totals));
         }
-        document.neuron_hardware_info = system::hardware_info(&self.source.sysfs);
-        document.instance_info = system::instance_info();
+        document.system_data = system_data;
+        document.neuron_hardware_info = hardware;
+        document.instance_info = self.instance.current();
         for id in self
             .schedule()
             .into_iter()
@@ -387,6 +513,72 @@ impl Monitor {
         }
         document
     }
+
+    /// `vcpu_usage` since the last one (or the monitor's start), moving the baseline.
+    fn vcpu_usage(&mut self, now: Instant) -> VcpuUsage {
+        let (since, before) = self
+            .vcpu_baseline
+            .take()
+            .map_or((self.started, None), |(at, stat)| (at, Some(stat)));
+        let seconds = now.saturating_duration_since(since).as_secs_f64();
+        match (ProcStat::read(&self.source.host.proc_root), before) {
+            (Ok(stat), Some(before)) => {
+                let usage = host::vcpu_usage(&stat, &before, seconds);
+                self.vcpu_baseline = Some((now, stat));
+                usage
+            }
+            (Ok(stat), None) => {
+                self.vcpu_baseline = Some((now, stat));
+                VcpuUsage {
+                    period: seconds,
+                    error: "no earlier /proc/stat reading to compare with".to_owned(),
+                    ..VcpuUsage::default()
+                }
+            }
+            (Err(error), _) => VcpuUsage {
+                period: seconds,
+                error: error.to_string(),
+                ..VcpuUsage::default()
+            },
+        }
+    }
+}
+
+/// `neuron_runtime_vcpu_usage` of `attachment`'s owner since the last one (or its attach),
+/// moving the baseline.
+fn runtime_vcpu_usage(
+    proc_root: &std::path::Path,
+    attachment: &mut Attachment,
+    now: Instant,
+    vcpus: usize,
+    ticks_per_second: u64,
+) -> RuntimeVcpuUsage {
+    let pid = attachment.owner.pid;
+    match ProcessCpu::read(proc_root, pid) {
+        Ok(cpu) => {
+            let baseline = attachment.cpu_baseline.replace((now, cpu));
+            match baseline {
+                Some((since, before)) => host::runtime_vcpu_usage(
+                    cpu,
+                    before,
+                    now.saturating_duration_since(since).as_secs_f64(),
+                    vcpus,
+                    ticks_per_second,
+                ),
+                None => RuntimeVcpuUsage {
+                    error: format!("pid {pid}: first reading of its CPU time"),
+                    ..RuntimeVcpuUsage::default()
+                },
+            }
+        }
+        Err(error) => RuntimeVcpuUsage {
+            period: attachment.cpu_baseline.map_or(0.0, |(since, _)| {
+                now.saturating_duration_since(since).as_secs_f64()
+            }),
+            error: format!("pid {pid}: {error}"),
+            ..RuntimeVcpuUsage::default()
+        },
+    }
 }
 
 /// Opens a reader of `candidate`; `Ok(None)` when the owner is already gone, has not published
@@ -396,6 +588,7 @@ fn attach(
     key: SlabKey,
     candidate: Candidate,
     now: Instant,
+    proc_root: &std::path::Path,
 ) -> Result<Option<Attachment>, NdsError> {
     let store = match Datastore::open(&candidate.backend, candidate.owner.pid) {
         Ok(store) => store,
@@ -407,6 +600,7 @@ fn attach(
     if candidate.owner.generation.is_some() && candidate.owner.generation != generation {
         return Ok(None);
     }
+    let candidate_pid = candidate.owner.pid;
     let mut attachment = Attachment {
         key,
         tag: candidate.owner.pid.to_string(),
@@ -417,6 +611,9 @@ fn attach(
         baselines: HashMap::new(),
         latency: LatencySamples::default(),
         inferences: [0; NDS_TOTAL_NEURONCORE_COUNT],
+        cpu_baseline: ProcessCpu::read(proc_root, candidate_pid)
+            .ok()
+            .map(|cpu| (now, cpu)),
     };
     if let Observation::Reading(reading) = observe(&attachment.store, generation) {
         attachment.tag = groups::tag_of(&reading, attachment.owner.pid);

@@ -1,8 +1,10 @@
 //! A minimal HTTP endpoint for Prometheus scrapes: `GET /metrics` renders a fresh report.
 //!
 //! One connection at a time on the calling thread; requests are small and scrapes rare.
+//! Between connections the monitor keeps attaching and sampling ([`Monitor::tick`]), so a
+//! scrape reports utilization and latencies over the whole interval since the last one.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -13,16 +15,36 @@ use crate::prometheus::{render, CONTENT_TYPE};
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Answers requests on `listener` until `max_requests` were served (forever if `None`).
-pub fn serve(listener: &TcpListener, monitor: &mut Monitor, max_requests: Option<usize>) {
-    for (served, stream) in listener.incoming().enumerate() {
-        // A failed accept or a client that hung up is that client's problem, not the server's.
-        if let Ok(stream) = stream {
-            let _ = answer(stream, monitor);
-        }
-        if max_requests.is_some_and(|max| served + 1 >= max) {
-            break;
+///
+/// # Errors
+///
+/// The listener cannot be made non-blocking.
+pub fn serve(
+    listener: &TcpListener,
+    monitor: &mut Monitor,
+    max_requests: Option<usize>,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let step = monitor.sampling_step();
+    let mut served = 0;
+    while max_requests.is_none_or(|max| served < max) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                // A client that hangs up is that client's problem, not the server's.
+                let _ = stream
+                    .set_nonblocking(false)
+                    .and_then(|()| answer(stream, monitor));
+                served += 1;
+            }
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                monitor.tick(Instant::now());
+                std::thread::sleep(step);
+            }
+            // A failed accept (the client gave up, or descriptors ran out) is retried later.
+            Err(_) => std::thread::sleep(step),
         }
     }
+    Ok(())
 }
 
 fn answer(mut stream: TcpStream, monitor: &mut Monitor) -> std::io::Result<()> {

@@ -1,10 +1,18 @@
-//! Where slabs are found: the kernel's slot tables, or a directory of slab files.
+//! Where the monitor reads: slabs (the kernel's slot tables, or a directory of slab files),
+//! the module's sysfs tree, and the host (`/proc`, DMI, the Neuron driver's sysfs, instance
+//! metadata).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use nds::Backend;
 use nds_sysfs::SysfsRoot;
+
+use crate::hardware::HardwareTree;
+use crate::imds::{MetadataSetting, DEFAULT_DMI_DIR};
+
+/// Where the loaded module appears.
+pub const MODULE_SYSFS_DIR: &str = "/sys/module/neuron_ds";
 
 /// Identifies one slab across polls.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -57,6 +65,36 @@ pub enum SlabSource {
     },
 }
 
+/// The host's side: everything not about slabs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostSource {
+    /// `/proc` (CPU, memory, process CPU times).
+    pub proc_root: PathBuf,
+    /// The module's directory under `/sys/module` (present while it is loaded).
+    pub module_dir: PathBuf,
+    /// The Neuron driver's sysfs tree (device type, versions, ECC counters).
+    pub hardware: HardwareTree,
+    /// DMI strings, to tell an EC2 instance.
+    pub dmi_dir: PathBuf,
+    /// Whether and where to query instance metadata.
+    pub instance_metadata: MetadataSetting,
+}
+
+impl Default for HostSource {
+    /// The system's paths, with instance metadata off (the tools ask for
+    /// [`MetadataSetting::Auto`] explicitly, so a library user or a test never sends a packet
+    /// it did not ask for).
+    fn default() -> Self {
+        Self {
+            proc_root: PathBuf::from("/proc"),
+            module_dir: PathBuf::from(MODULE_SYSFS_DIR),
+            hardware: HardwareTree::default(),
+            dmi_dir: PathBuf::from(DEFAULT_DMI_DIR),
+            instance_metadata: MetadataSetting::Off,
+        }
+    }
+}
+
 /// Everything the monitor reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Source {
@@ -64,6 +102,8 @@ pub struct Source {
     pub slabs: SlabSource,
     /// The module's sysfs tree (slot tables and aggregated totals).
     pub sysfs: SysfsRoot,
+    /// The host.
+    pub host: HostSource,
 }
 
 /// The `(device, pid)` of a slab file name, `neuron<device>-<pid>.slab`.
@@ -77,7 +117,62 @@ pub fn parse_slab_file_name(name: &str) -> Option<(u32, i32)> {
     (pid > 0).then_some((device.parse().ok()?, pid))
 }
 
+/// `neuron<N>` entries of `dir`, sorted; empty if it cannot be listed.
+fn device_nodes(dir: &Path) -> Vec<String> {
+    let mut nodes: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            name.strip_prefix("neuron")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    nodes.sort();
+    nodes
+}
+
 impl Source {
+    /// Why no device was found, naming what was looked for and whether the module is loaded;
+    /// `None` when there are devices, or when slabs come from files.
+    #[must_use]
+    pub fn no_device_reason(&self) -> Option<String> {
+        let SlabSource::Kernel { dev_dir } = &self.slabs else {
+            return None;
+        };
+        if self
+            .sysfs
+            .devices()
+            .is_ok_and(|devices| !devices.is_empty())
+        {
+            return None;
+        }
+        let module = &self.host.module_dir;
+        let loaded = if module.is_dir() {
+            format!(
+                "the neuron_ds module is loaded ({} exists)",
+                module.display()
+            )
+        } else {
+            format!(
+                "the neuron_ds module is not loaded (no {}; modprobe neuron_ds)",
+                module.display()
+            )
+        };
+        let nodes = device_nodes(dev_dir);
+        let found = if nodes.is_empty() {
+            "found neither".to_owned()
+        } else {
+            format!("found {} but no datastore directory", nodes.join(", "))
+        };
+        Some(format!(
+            "no Neuron device: looked for {}/neuron<N>/datastore and the device nodes {}/neuron<N> \
+             ({found}); {loaded}; --slab-dir reads slab files instead",
+            self.sysfs.path().display(),
+            dev_dir.display()
+        ))
+    }
+
     /// Every owned slab, by key, with the problems met while looking (one line each).
     #[must_use]
     pub fn discover(&self) -> (BTreeMap<SlabKey, Candidate>, Vec<String>) {
@@ -89,6 +184,9 @@ impl Source {
                     problems.push(e.to_string());
                     Vec::new()
                 });
+                if devices.is_empty() {
+                    problems.extend(self.no_device_reason());
+                }
                 for device in devices {
                     let rows = match self.sysfs.slots(device) {
                         Ok(rows) => rows,
@@ -148,6 +246,41 @@ impl Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_device_reason_names_the_places_and_the_module() {
+        let dir = std::env::temp_dir().join(format!("nds-source-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("dev")).unwrap();
+        let mut source = Source {
+            slabs: SlabSource::Kernel {
+                dev_dir: dir.join("dev"),
+            },
+            sysfs: SysfsRoot::new(dir.join("sys")),
+            host: HostSource {
+                module_dir: dir.join("module/neuron_ds"),
+                ..HostSource::default()
+            },
+        };
+        let reason = source.no_device_reason().unwrap();
+        assert!(reason.contains("is not loaded"), "{reason}");
+        assert!(reason.contains("(found neither)"), "{reason}");
+        std::fs::create_dir_all(dir.join("module/neuron_ds")).unwrap();
+        std::fs::write(dir.join("dev/neuron0"), "").unwrap();
+        std::fs::write(dir.join("dev/neuronx"), "").unwrap();
+        let reason = source.no_device_reason().unwrap();
+        assert!(reason.contains("module is loaded"), "{reason}");
+        assert!(
+            reason.contains("(found neuron0 but no datastore"),
+            "{reason}"
+        );
+        std::fs::create_dir_all(dir.join("sys/neuron0/datastore")).unwrap();
+        assert_eq!(source.no_device_reason(), None);
+        source.slabs = SlabSource::Files { dir: dir.clone() };
+        std::fs::remove_dir_all(dir.join("sys")).unwrap();
+        assert_eq!(source.no_device_reason(), None, "slab files need no device");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn slab_file_names() {

@@ -1,13 +1,12 @@
-//! The system section: the kernel's aggregated totals, the devices and the host.
+//! The `neuron_counters` system group: the kernel's aggregated totals per device and core.
 
 use std::collections::BTreeMap;
 
 use nds_abi::sysfs::SysfsGroup;
 use nds_sysfs::{CoreTotals, SysfsRoot};
 
-use crate::document::{
-    CoreCounters, CounterValue, DeviceCounters, HardwareInfo, InstanceInfo, SystemCounters,
-};
+use crate::document::{CoreCounters, CounterValue, DeviceCounters, SystemCounters};
+use crate::groups::CoreIndexing;
 
 /// Reads every core's totals; the error text is empty when everything was read.
 #[must_use]
@@ -18,13 +17,15 @@ pub fn read_totals(root: &SysfsRoot) -> (Vec<CoreTotals>, String) {
     }
 }
 
-/// `neuron_counters` from the totals now and at the start of the period.
+/// `neuron_counters` from the totals now and at the start of the period, cores keyed by their
+/// instance-wide index with `per_device` cores per device.
 #[must_use]
 pub fn system_counters(
     root: &SysfsRoot,
     now: &[CoreTotals],
     before: &[CoreTotals],
     seconds: f64,
+    per_device: usize,
     error: String,
 ) -> SystemCounters {
     let mut devices: BTreeMap<u32, DeviceCounters> = BTreeMap::new();
@@ -55,7 +56,20 @@ pub fn system_counters(
             };
             group.insert(counter.name.to_owned(), value);
         }
-        device.neuroncores.insert(core.core.to_string(), counters);
+        let indexing = CoreIndexing {
+            device: core.device,
+            per_device,
+        };
+        match indexing.key(core.core) {
+            Some(key) => {
+                device.neuroncores.insert(key, counters);
+            }
+            // Only if devices had different core counts, which the module never makes.
+            None => problems.push(format!(
+                "neuron{} core {} is beyond the first device's {per_device} cores",
+                core.device, core.core
+            )),
+        }
     }
     for (index, device) in &mut devices {
         match root.slots(*index) {
@@ -68,41 +82,4 @@ pub fn system_counters(
         error: problems.join("; "),
         neuron_devices: devices.into_values().collect(),
     }
-}
-
-/// The devices the module exposes.
-#[must_use]
-pub fn hardware_info(root: &SysfsRoot) -> HardwareInfo {
-    let mut info = HardwareInfo::default();
-    match root.devices() {
-        Ok(devices) => {
-            info.neuron_device_count = devices.len();
-            if let Some(&first) = devices.first() {
-                match root.cores(first) {
-                    Ok(cores) => info.neuroncore_per_device_count = cores.len(),
-                    Err(error) => info.error = error.to_string(),
-                }
-            }
-        }
-        Err(error) => info.error = error.to_string(),
-    }
-    info
-}
-
-/// The host's name and kernel release.
-#[must_use]
-pub fn instance_info() -> InstanceInfo {
-    let read = |path: &str| std::fs::read_to_string(path).map(|text| text.trim().to_owned());
-    let mut info = InstanceInfo::default();
-    let mut problems = Vec::new();
-    match read("/proc/sys/kernel/hostname") {
-        Ok(name) => info.hostname = name,
-        Err(error) => problems.push(format!("hostname: {error}")),
-    }
-    match read("/proc/sys/kernel/osrelease") {
-        Ok(release) => info.kernel_release = release,
-        Err(error) => problems.push(format!("kernel release: {error}")),
-    }
-    info.error = problems.join("; ");
-    info
 }

@@ -10,14 +10,23 @@ use std::process::{Command, Stdio};
 use common::*;
 use prometheus_parse::{Scrape, Value};
 
+/// The monitor over the scratch directory; instance metadata off, so that no test ever sends
+/// a packet off this machine, whatever machine it runs on.
 fn monitor(scratch: &Scratch) -> Command {
+    monitor_every(scratch, "100ms")
+}
+
+/// The same with every group every `period`.
+fn monitor_every(scratch: &Scratch, period: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_nds-monitor"));
     command
         .arg("--slab-dir")
         .arg(scratch.slabs())
         .arg("--sysfs-root")
         .arg(scratch.sys())
-        .args(["--period", "100ms"]);
+        .arg("--hardware-sysfs-root")
+        .arg(scratch.hardware_root())
+        .args(["--period", period, "--instance-metadata", "off"]);
     command
 }
 
@@ -82,30 +91,48 @@ fn prometheus_output_parses_and_carries_the_counters() {
     for core in ["0", "1"] {
         let labels = [
             ("pid", "5101"),
-            ("tag", tag),
-            ("core", core),
-            ("device", "0"),
+            ("runtime_tag", tag),
+            ("neuroncore", core),
+            ("neuron_device_index", "0"),
         ];
         let mut success = labels.to_vec();
         success.push(("status", "success"));
         let expected = report.nc(core.parse().unwrap(), "NDS_NC_COUNTER_INFER_COMPLETED");
         assert_eq!(
-            value(&scrape, "neuron_runtime_status_total", &success),
+            value(&scrape, "nds_runtime_status_total", &success),
             expected as f64
         );
         let macs = report.nc(core.parse().unwrap(), "NDS_NC_COUNTER_MAC_COUNT");
         assert_eq!(
-            value(&scrape, "neuron_runtime_flop_count_total", &labels),
+            value(&scrape, "nds_runtime_flop_count_total", &labels),
             (2 * macs) as f64
         );
     }
-    let system = [("device", "0"), ("core", "1"), ("status", "timeout")];
-    assert_eq!(value(&scrape, "neuron_device_status_total", &system), 11.0);
+    // The ecosystem's families: lifetime outcomes per tag, with the instance labels.
+    let completed = [
+        ("runtime_tag", tag),
+        ("status_type", "completed"),
+        ("instance_id", ""),
+    ];
     assert_eq!(
-        value(&scrape, "neuron_device_slots_owned", &[("device", "0")]),
+        value(&scrape, "execution_status_total", &completed),
+        report.statuses["NRT_SUCCESS"] as f64
+    );
+    let system = [
+        ("neuron_device_index", "0"),
+        ("neuroncore", "1"),
+        ("status", "timeout"),
+    ];
+    assert_eq!(value(&scrape, "nds_device_status_total", &system), 11.0);
+    assert_eq!(
+        value(
+            &scrape,
+            "nds_device_slots_owned",
+            &[("neuron_device_index", "0")]
+        ),
         2.0
     );
-    assert!(text.contains("# TYPE neuron_runtime_status_total counter"));
+    assert!(text.contains("# TYPE nds_runtime_status_total counter"));
     // Every counter family is named *_total.
     for line in text
         .lines()
@@ -154,8 +181,307 @@ fn serve_answers_metrics_over_http() {
     let scrape = parse(body);
     let info = value(
         &scrape,
-        "neuron_runtime_info",
-        &[("tag", "served"), ("state", "ok")],
+        "nds_runtime_info",
+        &[("runtime_tag", "served"), ("state", "ok")],
     );
     assert_eq!(info, 1.0);
+}
+
+#[test]
+fn no_device_says_what_was_looked_for_and_fails_with_count() {
+    let scratch = Scratch::new("cli-nodev");
+    let dev = scratch.0.join("dev");
+    std::fs::create_dir_all(&dev).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_nds-monitor"))
+        .arg("--sysfs-root")
+        .arg(scratch.sys())
+        .arg("--dev-dir")
+        .arg(&dev)
+        .args([
+            "--period",
+            "100ms",
+            "--count",
+            "2",
+            "--instance-metadata",
+            "off",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !output.status.success(),
+        "no device is a failure with --count"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let looked_for = [
+        format!("{}/neuron<N>/datastore", scratch.sys().display()),
+        format!("{}/neuron<N>", dev.display()),
+        "the neuron_ds module is".to_owned(),
+    ];
+    for expected in &looked_for {
+        assert!(stderr.contains(expected.as_str()), "{expected} in {stderr}");
+    }
+    // The documents were printed, and say the same.
+    let documents: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(documents.len(), 2);
+    for document in &documents {
+        for error in [
+            &document["neuron_hardware_info"]["error"],
+            &document["system_data"]["neuron_counters"]["error"],
+            &document["system_data"]["neuron_hw_counters"]["error"],
+        ] {
+            let error = error.as_str().unwrap();
+            assert!(
+                looked_for.iter().all(|p| error.contains(p.as_str())),
+                "{error}"
+            );
+        }
+        assert_eq!(document["neuron_hardware_info"]["neuron_device_count"], 0);
+    }
+    validate(&documents);
+
+    // With a device, the same command succeeds.
+    scratch.sysfs(1, 2, 0, 0);
+    let output = Command::new(env!("CARGO_BIN_EXE_nds-monitor"))
+        .arg("--sysfs-root")
+        .arg(scratch.sys())
+        .arg("--dev-dir")
+        .arg(&dev)
+        .args([
+            "--period",
+            "100ms",
+            "--count",
+            "1",
+            "--instance-metadata",
+            "off",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The exposition of `serve` with a process per device of a 2 × 2 machine, as scraped.
+fn served_exposition(scratch: &Scratch) -> String {
+    scratch.sysfs(2, 2, 6, 1);
+    scratch.hardware(2, 1);
+    produce(&scratch.slabs(), 0, 5301, "promtool-a", 120);
+    produce(&scratch.slabs(), 1, 5302, "promtool-b", 120);
+    let mut child = monitor(scratch)
+        .args(["serve", "--listen", "127.0.0.1:0", "--max-requests", "1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let address = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_owned();
+    let mut stream = TcpStream::connect(&address).unwrap();
+    write!(stream, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(child.wait().unwrap().success());
+    response.split_once("\r\n\r\n").unwrap().1.to_owned()
+}
+
+/// The one finding promtool's linter has on our exposition: `system_vcpu_count`, the
+/// companion exporter's name (which AWS's Grafana dashboard queries), is a gauge ending in
+/// `_count`.
+const KNOWN_LINT: &str =
+    "system_vcpu_count non-histogram and non-summary metrics should not have \"_count\" suffix";
+
+#[test]
+fn promtool_checks_the_served_exposition() {
+    let scratch = Scratch::new("cli-promtool");
+    let body = served_exposition(&scratch);
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus; qemu/deps.sh installs it)");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let output = promtool.wait_with_output().unwrap();
+    let findings = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    let findings: Vec<&str> = findings.lines().map(str::trim).collect();
+    println!(
+        "promtool check metrics: exit {:?}, {} lines, {} families, findings {findings:?}",
+        output.status.code(),
+        body.lines().count(),
+        body.lines().filter(|l| l.starts_with("# TYPE")).count()
+    );
+    // Exit 3 is "lint findings only"; a parse error would be 1.
+    assert_eq!(output.status.code(), Some(3), "{findings:?}");
+    assert_eq!(findings, [KNOWN_LINT]);
+
+    // Without that one family, promtool accepts it outright.
+    let rest: String = body
+        .lines()
+        .filter(|line| !line.contains("system_vcpu_count"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(rest.as_bytes())
+        .unwrap();
+    let output = promtool.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // Every ecosystem family is there.
+    for family in [
+        "neuroncore_utilization_ratio",
+        "neuron_runtime_vcpu_usage_ratio",
+        "neuron_runtime_memory_used_bytes",
+        "neuroncore_memory_usage_constants",
+        "neuroncore_memory_usage_model_code",
+        "neuroncore_memory_usage_model_shared_scratchpad",
+        "neuroncore_memory_usage_runtime_memory",
+        "neuroncore_memory_usage_tensors",
+        "execution_errors_total",
+        "execution_status_total",
+        "hardware_ecc_events_total",
+        "system_vcpu_count",
+        "system_vcpu_usage_ratio",
+        "system_memory_total_bytes",
+        "system_memory_used_bytes",
+        "system_swap_total_bytes",
+        "system_swap_used_bytes",
+        "instance_info",
+        "neuron_hardware_info",
+    ] {
+        assert!(
+            body.contains(&format!("\n{family}{{")),
+            "{family} missing from\n{body}"
+        );
+    }
+}
+
+/// Counts executions on core 0 of `pid`'s slab file (busy time and latencies with them),
+/// every few milliseconds, until `done` is set: a process running while the monitor watches.
+fn keep_producing(
+    dir: std::path::PathBuf,
+    pid: i32,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    use nds_abi::counters::NcCounter;
+    std::thread::spawn(move || {
+        let store = nds::Datastore::open(&nds::Backend::file(slab_path(&dir, 0, pid)), 0).unwrap();
+        let mut latency = 1_000;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            latency = latency % 2_000 + 37;
+            store
+                .set_nc_counter(0, NcCounter::LatencyTotal.index(), latency)
+                .unwrap();
+            store
+                .set_nc_counter(0, NcCounter::LatencyDevice.index(), latency / 2)
+                .unwrap();
+            store
+                .increment_nc_counter(0, NcCounter::TimeInUse.index(), 2_000)
+                .unwrap();
+            store
+                .increment_nc_counter(0, NcCounter::InferenceCount.index(), 1)
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    })
+}
+
+/// The ecosystem's utilization and latency series of the `live` process.
+fn live_measures(text: &str) -> (f64, usize) {
+    let scrape = parse(text);
+    let utilization = value(
+        &scrape,
+        "neuroncore_utilization_ratio",
+        &[("runtime_tag", "live"), ("neuroncore", "0")],
+    );
+    let latencies = scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == "execution_latency_seconds")
+        .count();
+    (utilization, latencies)
+}
+
+#[test]
+fn prometheus_reports_measure_the_period_from_the_attach_not_from_the_report() {
+    let scratch = Scratch::new("cli-live");
+    produce(&scratch.slabs(), 0, 5501, "live", 10);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = keep_producing(scratch.slabs(), 5501, done.clone());
+    // The format's one report is due after a period: the monitor attached long before.
+    let output = monitor_every(&scratch, "2s")
+        .args(["--format", "prometheus", "--count", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (utilization, latencies) = live_measures(&String::from_utf8(output.stdout).unwrap());
+    assert!(utilization > 0.0, "utilization {utilization}");
+    assert_eq!(latencies, 7, "p0 … p100 of the sampled executions");
+
+    // serve: the first scrape too, because the monitor samples between scrapes.
+    let mut child = monitor_every(&scratch, "1s")
+        .args(["serve", "--listen", "127.0.0.1:0", "--max-requests", "1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let address = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap()
+        .to_owned();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let mut stream = TcpStream::connect(&address).unwrap();
+    write!(stream, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(child.wait().unwrap().success());
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    writer.join().unwrap();
+    let (utilization, latencies) = live_measures(response.split_once("\r\n\r\n").unwrap().1);
+    assert!(
+        utilization > 0.0,
+        "utilization {utilization} at the first scrape"
+    );
+    assert_eq!(latencies, 7);
 }

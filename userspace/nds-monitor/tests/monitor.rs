@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nds_abi::layout::SLAB_GENERATION_OFFSET;
-use nds_monitor::config::ConfigFile;
+use nds_monitor::config::{ConfigFile, SystemGroup};
 use nds_monitor::document::RuntimeEntry;
 use nds_monitor::{Monitor, MonitorDocument, Plan};
 use regex::Regex;
@@ -26,23 +26,27 @@ fn entry(document: &MonitorDocument, pid: i32) -> &RuntimeEntry {
         .unwrap_or_else(|| panic!("no entry for pid {pid} in {document:#?}"))
 }
 
-/// Every counter of the report appears in `nds_counters` with the same total, and nothing else.
-fn assert_totals_equal(entry: &RuntimeEntry, report: &nds_loadgen::ProducerReport) {
+/// Every counter of the report appears in `nds_counters` with the same total, and nothing else;
+/// the report counts per core of its device, the monitor by instance-wide index, which starts
+/// at `first_core` for the report's device.
+fn assert_totals_equal(
+    entry: &RuntimeEntry,
+    report: &nds_loadgen::ProducerReport,
+    first_core: usize,
+) {
     assert_eq!(entry.error, "");
     let counters = entry.report.nds_counters.as_ref().expect("nds_counters");
     for (core, values) in &report.nc_counters {
+        let key = (core.parse::<usize>().unwrap() + first_core).to_string();
         for (name, &value) in values {
-            let seen = counters.neuroncores.get(core).and_then(|c| c.get(name));
-            assert_eq!(seen.map_or(0, |v| v.total), value, "core {core} {name}");
+            let seen = counters.neuroncores.get(&key).and_then(|c| c.get(name));
+            assert_eq!(seen.map_or(0, |v| v.total), value, "core {key} {name}");
         }
     }
-    for (core, values) in &counters.neuroncores {
+    for (key, values) in &counters.neuroncores {
+        let core = key.parse::<usize>().unwrap() - first_core;
         for (name, value) in values {
-            assert_eq!(
-                value.total,
-                report.nc(core.parse().unwrap(), name),
-                "{name}"
-            );
+            assert_eq!(value.total, report.nc(core, name), "{name}");
         }
     }
     for (name, value) in &counters.neuron_device {
@@ -57,6 +61,8 @@ fn assert_totals_equal(entry: &RuntimeEntry, report: &nds_loadgen::ProducerRepor
 #[test]
 fn lifetime_totals_equal_the_producers_reports() {
     let scratch = Scratch::new("totals");
+    // Two devices of two cores: device 1's cores are NeuronCores 2 and 3.
+    scratch.sysfs(2, 2, 0, 0);
     let t0 = Instant::now();
     let mut monitor = scratch.monitor(t0);
     let first = produce(&scratch.slabs(), 0, 4001, "alpha", 300);
@@ -75,14 +81,14 @@ fn lifetime_totals_equal_the_producers_reports() {
     assert_eq!(document.neuron_runtime_data.len(), 2);
     let alpha = entry(&document, 4001);
     assert_eq!(alpha.neuron_runtime_tag, "alpha");
-    assert_totals_equal(alpha, &first);
+    assert_totals_equal(alpha, &first, 0);
     let beta = entry(&document, 4002);
     assert_eq!(
         beta.neuron_runtime_tag,
         "beta-with-a-tag-longer-than-31-bytes"
     );
     assert_eq!(beta.neuron_device_index, 1);
-    assert_totals_equal(beta, &second);
+    assert_totals_equal(beta, &second, 2);
 
     let stats = alpha.report.execution_stats.as_ref().unwrap();
     assert_eq!(
@@ -98,7 +104,7 @@ fn lifetime_totals_equal_the_producers_reports() {
     // Nothing was written during the next period: deltas are zero, totals unchanged.
     let document = monitor.poll(t0 + 2 * SECOND).unwrap();
     let alpha = entry(&document, 4001);
-    assert_totals_equal(alpha, &first);
+    assert_totals_equal(alpha, &first, 0);
     let counters = alpha.report.nds_counters.as_ref().unwrap();
     assert!(counters
         .neuroncores
@@ -162,7 +168,13 @@ fn tag_filters_and_per_group_periods() {
     )
     .unwrap();
     let plan = Plan::from_config(&config).unwrap();
-    assert_eq!(plan.ignored, ["neuron_runtime_vcpu_usage", "vcpu_usage"]);
+    assert_eq!(
+        plan.system,
+        [
+            (SystemGroup::NeuronCounters, 3 * SECOND),
+            (SystemGroup::VcpuUsage, SECOND)
+        ]
+    );
     let t0 = Instant::now();
     let mut monitor = Monitor::new(scratch.source(), plan, t0);
     assert!(monitor.poll(t0).is_none(), "attaches, nothing due");
@@ -174,8 +186,11 @@ fn tag_filters_and_per_group_periods() {
     );
     let serving = &document.neuron_runtime_data[0].report;
     assert!(serving.execution_stats.is_some() && serving.memory_used.is_none());
+    assert!(serving.neuron_runtime_vcpu_usage.is_some());
     assert!(serving.nds_counters.is_none());
     assert!(document.system_data.neuron_counters.is_none());
+    assert!(document.system_data.vcpu_usage.is_some());
+    assert!(document.system_data.memory_info.is_none());
     let document = monitor.poll(t0 + 2 * SECOND).unwrap();
     let serving = &document.neuron_runtime_data[0].report;
     assert_eq!(serving.memory_used.as_ref().unwrap().period, 2.0);
@@ -205,6 +220,8 @@ fn tag_filters_and_per_group_periods() {
     for bad in [
         r#"{"period": "soon"}"#,
         r#"{"neuron_runtimes": [{"metrics": [{"type": "bogus"}]}]}"#,
+        r#"{"neuron_runtimes": [{"metrics": [{"type": "vcpu_usage"}]}]}"#,
+        r#"{"system_metrics": [{"type": "memory_used"}]}"#,
         r#"{"neuron_runtimes": [{"tag_filter": "("}]}"#,
         r#"{"unknown": 1}"#,
     ] {
@@ -287,5 +304,101 @@ fn a_slab_of_random_bytes_yields_a_valid_document() {
     let values = vec![serde_json::to_value(&document).unwrap()];
     validate(&values);
     let exposition = nds_monitor::prometheus::render(&document);
-    assert!(exposition.contains("neuron_runtime_status_total"));
+    assert!(exposition.contains("nds_runtime_status_total"));
+}
+
+#[test]
+fn host_groups_come_from_proc_and_the_driver_tree() {
+    let scratch = Scratch::new("host");
+    scratch.sysfs(2, 2, 0, 0);
+    scratch.hardware(2, 5);
+    let proc = scratch.0.join("proc");
+    let stat = |user: u64, idle: u64, ctxt: u64| {
+        format!(
+            "cpu  {} 0 100 {} 0 0 0 0 0 0\ncpu0 {user} 0 50 {idle} 0 0 0 0 0 0\n\
+             cpu1 {user} 0 50 {idle} 0 0 0 0 0 0\nctxt {ctxt}\n",
+            2 * user,
+            2 * idle
+        )
+    };
+    write(&proc.join("stat"), &stat(100, 900, 5000));
+    write(
+        &proc.join("meminfo"),
+        "MemTotal: 2048 kB\nMemAvailable: 512 kB\nSwapTotal: 100 kB\nSwapFree: 25 kB\n",
+    );
+    // The producer's /proc/<pid>/stat: utime 200, stime 50 ticks.
+    let pid_stat = |utime: u64, stime: u64| {
+        format!("4601 (producer) S 1 1 1 0 -1 0 0 0 0 0 {utime} {stime} 0 0 20 0 1 0 1 1 1\n")
+    };
+    write(&proc.join("4601/stat"), &pid_stat(200, 50));
+    produce(&scratch.slabs(), 1, 4601, "host-groups", 50);
+    let mut source = scratch.source();
+    source.host.proc_root = proc.clone();
+    let t0 = Instant::now();
+    let mut monitor = Monitor::new(source, Plan::everything(2 * SECOND), t0);
+    assert!(monitor.poll(t0).is_none(), "attaches, reads the baselines");
+
+    // Two seconds later: 100 more user ticks and 100 more idle ticks on each vCPU, 240
+    // context switches; the process spent 120 user and 40 system ticks.
+    write(&proc.join("stat"), &stat(200, 1000, 5240));
+    write(&proc.join("4601/stat"), &pid_stat(320, 90));
+    let document = monitor.poll(t0 + 2 * SECOND).unwrap();
+    let cpu = document.system_data.vcpu_usage.as_ref().unwrap();
+    assert_eq!(cpu.error, "");
+    assert_eq!(
+        (cpu.average_usage.user, cpu.average_usage.idle),
+        (50.0, 50.0)
+    );
+    assert_eq!(cpu.usage_data.len(), 2);
+    assert_eq!(cpu.usage_data["1"].user, 50.0);
+    assert_eq!(cpu.context_switch_count, 240);
+    assert_eq!(cpu.period, 2.0);
+    let memory = document.system_data.memory_info.as_ref().unwrap();
+    assert_eq!(
+        (memory.memory_total_bytes, memory.memory_used_bytes),
+        (2048 * 1024, 1536 * 1024)
+    );
+    assert_eq!(memory.swap_used_bytes, 75 * 1024);
+
+    let producer = entry(&document, 4601);
+    let runtime = producer.report.neuron_runtime_vcpu_usage.as_ref().unwrap();
+    assert_eq!(runtime.error, "");
+    // Shares of 2 vCPUs over 2 s: ticks / (2 * 2 * ticks per second) * 100.
+    let capacity = 4.0 * nds_monitor::host::clock_ticks_per_second() as f64;
+    let expected = |ticks: f64| (ticks * 10_000.0 / capacity).round().min(10_000.0) / 100.0;
+    assert_eq!(runtime.vcpu_usage.user, expected(120.0));
+    assert_eq!(runtime.vcpu_usage.system, expected(40.0));
+
+    // ECC: the driver's totals, and their change since the monitor started.
+    let ecc = document.system_data.neuron_hw_counters.as_ref().unwrap();
+    assert_eq!(ecc.lifetime[1].mem_ecc_uncorrected, 15);
+    assert_eq!(ecc.neuron_devices[1].mem_ecc_uncorrected, 0);
+    assert!(
+        ecc.error
+            .contains("no mem_ecc_corrected, sram_ecc_uncorrected"),
+        "{}",
+        ecc.error
+    );
+    scratch.hardware(2, 8);
+    let document = monitor.poll(t0 + 4 * SECOND).unwrap();
+    let ecc = document.system_data.neuron_hw_counters.as_ref().unwrap();
+    assert_eq!(ecc.neuron_devices[1].mem_ecc_uncorrected, 3);
+    assert_eq!(ecc.neuron_devices[0].sram_ecc_corrected, 3);
+    let hardware = &document.neuron_hardware_info;
+    assert_eq!(hardware.neuron_device_type, "trainium");
+    assert_eq!(hardware.neuron_device_version, "v2");
+    assert_eq!(hardware.neuron_device_count, 2);
+    assert!(
+        hardware.error.contains("neuron_device_memory_size"),
+        "{}",
+        hardware.error
+    );
+
+    // The process is gone: its vCPU group says so, with zeros.
+    std::fs::remove_dir_all(proc.join("4601")).unwrap();
+    let document = monitor.poll(t0 + 6 * SECOND).unwrap();
+    let runtime = entry(&document, 4601);
+    let cpu = runtime.report.neuron_runtime_vcpu_usage.as_ref().unwrap();
+    assert!(cpu.error.contains("4601/stat"), "{}", cpu.error);
+    assert_eq!(cpu.vcpu_usage.user, 0.0);
 }

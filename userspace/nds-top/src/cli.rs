@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use nds_monitor::imds::MetadataSetting;
 use nds_sysfs::DEFAULT_SYSFS_ROOT;
 
 /// Shows every process's NeuronCores, executions, memory and models.
@@ -36,4 +37,13 @@ pub struct Cli {
     /// Read slab files from this directory instead of the devices.
     #[arg(long)]
     pub slab_dir: Option<PathBuf>,
+    /// EC2 instance metadata for the title bar: `auto` (queried only if DMI says this is an
+    /// EC2 instance), `off`, or an `http://HOST[:PORT]` endpoint to query.
+    #[arg(
+        long,
+        env = "NDS_MONITOR_INSTANCE_METADATA",
+        default_value = "auto",
+        value_name = "auto|off|URL"
+    )]
+    pub instance_metadata: MetadataSetting,
 }

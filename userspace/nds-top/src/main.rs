@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use nds_monitor::{Monitor, Plan, SlabSource, Source};
+use nds_monitor::{HostSource, Monitor, Plan, SlabSource, Source};
 use nds_sysfs::SysfsRoot;
 use nds_top::cli::Cli;
 use nds_top::{render_text, App};
@@ -53,6 +53,10 @@ fn main() -> ExitCode {
             },
         },
         sysfs: SysfsRoot::new(&cli.sysfs_root),
+        host: HostSource {
+            instance_metadata: cli.instance_metadata.clone(),
+            ..HostSource::default()
+        },
     };
     let start = Instant::now();
     let mut monitor = Monitor::new(source, Plan::everything(cli.period), start);

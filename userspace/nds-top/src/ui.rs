@@ -42,9 +42,20 @@ fn draw_title(frame: &mut Frame<'_>, area: Rect, app: &App) {
         .iter()
         .filter(|entry| entry.error.is_empty())
         .count();
+    let instance = &document.instance_info;
+    // As neuron-top: the version, then the instance id and type.
+    let identity = match (
+        instance.instance_id.as_str(),
+        instance.instance_type.as_str(),
+    ) {
+        ("", "") => "instance unknown".to_owned(),
+        (id, "") => id.to_owned(),
+        ("", kind) => kind.to_owned(),
+        (id, kind) => format!("{id} ({kind})"),
+    };
     let text = format!(
-        " nds-top | {} | {} devices x {} cores | {} processes",
-        document.instance_info.hostname,
+        " nds-top {} | {identity} | {} devices x {} cores | {} processes",
+        env!("CARGO_PKG_VERSION"),
         hardware.neuron_device_count,
         hardware.neuroncore_per_device_count,
         processes

@@ -3,6 +3,7 @@
 use nds_monitor::document::{
     CoreMemory, ErrorSummary, ExecutionSummary, HostBreakdown, MonitorDocument, RuntimeEntry,
 };
+use nds_monitor::groups::{cores_per_device, CoreIndexing};
 
 /// A tab of the tab bar.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,7 +17,8 @@ pub struct Tab {
 /// One NeuronCore's row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CoreRow {
-    /// `nd<device>:nc<core>` (and the pid on the "all" tab).
+    /// `nc<index> nd<device>`, the core's instance-wide index and its device (and the pid on
+    /// the "all" tab).
     pub label: String,
     /// Busy percent over the period.
     pub utilization: f64,
@@ -124,12 +126,14 @@ pub fn view(document: &MonitorDocument, tab: usize) -> View {
         n => live(document).skip(n - 1).take(1).collect(),
     };
     let mut view = View::default();
+    let per_device = cores_per_device(&document.neuron_hardware_info);
     for entry in entries {
         let report = &entry.report;
         let device = entry.neuron_device_index;
         if let Some(cores) = &report.neuroncore_counters {
+            // The monitor keys cores by instance-wide index already.
             for (core, usage) in &cores.neuroncores_in_use {
-                let mut label = format!("nd{device}:nc{core}");
+                let mut label = format!("nc{core} nd{device}");
                 if all {
                     label = format!("{label} {}", entry.pid);
                 }
@@ -187,10 +191,15 @@ pub fn view(document: &MonitorDocument, tab: usize) -> View {
                         .subgraphs
                         .iter()
                         .map(|(name, sg)| {
+                            let indexing = CoreIndexing {
+                                device: sg.neuron_device_index,
+                                per_device,
+                            };
+                            // A subgraph counts its core within its device.
+                            let core = usize::try_from(sg.neuroncore_index).unwrap_or(usize::MAX);
+                            let index = indexing.key(core).unwrap_or_else(|| "?".to_owned());
                             format!(
-                                "{name} nd{}:nc{} {}",
-                                sg.neuron_device_index,
-                                sg.neuroncore_index,
+                                "{name} nc{index} {}",
                                 mib(sg.memory_used_bytes.neuron_device)
                             )
                         })

@@ -8,7 +8,7 @@ use nds::{Backend, Datastore};
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{Recorder, StatusMix, Tally};
-use nds_monitor::{Monitor, MonitorDocument, Plan, SlabSource, Source};
+use nds_monitor::{HostSource, Monitor, MonitorDocument, Plan, SlabSource, Source};
 use nds_sysfs::SysfsRoot;
 use nds_top::{render_text, App};
 use ratatui::crossterm::event::KeyCode;
@@ -21,13 +21,13 @@ impl Drop for Scratch {
     }
 }
 
-fn produce(dir: &Path, pid: i32, tag: &str, count: u64) {
-    let path = dir.join(format!("neuron0-{pid}.slab"));
+fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) {
+    let path = dir.join(format!("neuron{device}-{pid}.slab"));
     let store = Datastore::open(&Backend::file(&path), 0).unwrap();
     let tally = Tally::new();
     let spec = ProducerSpec {
         tag: tag.to_owned(),
-        device: 0,
+        device,
         source: LoadgenSource::Directory(dir.to_path_buf()),
         cores: 2,
         length: StreamLength::Count(count),
@@ -50,8 +50,13 @@ fn produce(dir: &Path, pid: i32, tag: &str, count: u64) {
     workload.run(spec.length, 0, false).unwrap();
 }
 
-/// A report of two processes, the second one mid-stream during the period.
+/// A report of two processes on device 0, the second one mid-stream during the period.
 fn document() -> (Scratch, MonitorDocument) {
+    document_on(0, 1)
+}
+
+/// The same on device `device` of `devices` devices with two cores each (a sysfs tree says so).
+fn document_on(device: u32, devices: u32) -> (Scratch, MonitorDocument) {
     // One directory per call: the tests of this binary run in parallel threads.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -59,17 +64,27 @@ fn document() -> (Scratch, MonitorDocument) {
         Scratch(std::env::temp_dir().join(format!("nds-top-{}-{call}", std::process::id())));
     let _ = std::fs::remove_dir_all(&scratch.0);
     std::fs::create_dir_all(&scratch.0).unwrap();
-    produce(&scratch.0, 6001, "serving-a", 120);
+    produce(&scratch.0, device, 6001, "serving-a", 120);
+    let sys = scratch.0.join("sys");
+    for index in 0..devices {
+        for path in ["datastore", "neuron_core0", "neuron_core1"] {
+            std::fs::create_dir_all(sys.join(format!("neuron{index}/{path}"))).unwrap();
+        }
+    }
     let source = Source {
         slabs: SlabSource::Files {
             dir: scratch.0.clone(),
         },
-        sysfs: SysfsRoot::new(scratch.0.join("no-sysfs")),
+        sysfs: SysfsRoot::new(sys),
+        host: HostSource {
+            hardware: nds_monitor::hardware::HardwareTree::new(scratch.0.join("no-driver")),
+            ..HostSource::default()
+        },
     };
     let t0 = Instant::now();
     let mut monitor = Monitor::new(source, Plan::everything(Duration::from_secs(1)), t0);
     let _ = monitor.poll(t0);
-    produce(&scratch.0, 6002, "batch-b", 300);
+    produce(&scratch.0, device, 6002, "batch-b", 300);
     let document = monitor.report_all(t0 + Duration::from_secs(1));
     (scratch, document)
 }
@@ -100,11 +115,38 @@ fn renders_every_section_in_80_by_24() {
         "1:all",
         "2:batch-b",
         "3:serving-a",
-        "nd0:nc0 6001",
-        "nd0:nc1 6002",
+        "nc0 nd0 6001",
+        "nc1 nd0 6002",
+        "instance unknown",
     ] {
         assert!(text.contains(expected), "{expected:?} missing from\n{text}");
     }
+}
+
+#[test]
+fn cores_are_numbered_instance_wide_and_the_title_names_the_instance() {
+    // Two devices of two cores: device 1's cores are NeuronCores 2 and 3.
+    let (_scratch, mut document) = document_on(1, 2);
+    document.instance_info.instance_id = "i-0123456789abcdef0".to_owned();
+    document.instance_info.instance_type = "trn1.32xlarge".to_owned();
+    let mut app = App::new(document);
+    let text = screen(&app);
+    for expected in [
+        "i-0123456789abcdef0 (trn1.32xlarge)",
+        "2 devices x 2 cores",
+        "nc2 nd1 6001",
+        "nc3 nd1 6002",
+    ] {
+        assert!(text.contains(expected), "{expected:?} missing from\n{text}");
+    }
+    assert!(!text.contains("nc0 ") && !text.contains("nc1 "), "{text}");
+    app.handle_key(KeyCode::Char('2'));
+    app.handle_key(KeyCode::Char('x'));
+    let text = screen(&app);
+    assert!(
+        text.contains("sg_00 nc2") || text.contains("sg_00 nc3"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -114,10 +156,7 @@ fn keys_switch_tabs_and_fold_the_tree() {
     app.handle_key(KeyCode::Char('3'));
     assert_eq!(app.tab, 2);
     let text = screen(&app);
-    assert!(
-        text.contains("nd0:nc0 ") && !text.contains("6001"),
-        "{text}"
-    );
+    assert!(text.contains("nc0 nd0") && !text.contains("6001"), "{text}");
     app.handle_key(KeyCode::Char('d'));
     assert_eq!(app.tab, 0, "d wraps to the all tab");
     app.handle_key(KeyCode::Char('a'));

@@ -1,12 +1,20 @@
 //! Helpers shared by the monitor's integration tests: scratch directories, in-process
 //! producers writing slab files through the load generator's workload, a sysfs tree laid out
-//! like the module's, and JSON-schema validation.
+//! like the module's, a Neuron driver tree and a `/proc` of our own, a fake instance metadata
+//! service on loopback, JSON-schema validation, and the guide's document shape ([`shape`]).
 
 #![allow(dead_code)] // Each test binary uses a different subset.
 
+pub mod shape;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write as _};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nds::{Backend, Datastore};
@@ -14,7 +22,9 @@ use nds_abi::sysfs::SYSFS_COUNTERS;
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{ProducerReport, Recorder, StatusMix, Tally};
-use nds_monitor::{Monitor, Plan, SlabSource, Source};
+use nds_monitor::hardware::HardwareTree;
+use nds_monitor::imds::MetadataSetting;
+use nds_monitor::{HostSource, Monitor, Plan, SlabSource, Source};
 use nds_sysfs::SysfsRoot;
 
 pub struct Scratch(pub PathBuf);
@@ -36,10 +46,49 @@ impl Scratch {
         self.0.join("sys")
     }
 
+    /// The driver's sysfs tree (absent unless [`Scratch::hardware`] writes it).
+    pub fn hardware_root(&self) -> PathBuf {
+        self.0.join("driver")
+    }
+
+    /// Slab files and the scratch sysfs tree; the real `/proc`; no driver tree, DMI data,
+    /// module or instance metadata (nothing leaves the machine).
     pub fn source(&self) -> Source {
         Source {
             slabs: SlabSource::Files { dir: self.slabs() },
             sysfs: SysfsRoot::new(self.sys()),
+            host: HostSource {
+                proc_root: PathBuf::from("/proc"),
+                module_dir: self.0.join("module"),
+                hardware: HardwareTree::new(self.hardware_root()),
+                dmi_dir: self.0.join("dmi"),
+                instance_metadata: MetadataSetting::Off,
+            },
+        }
+    }
+
+    /// A Neuron driver tree for `devices` devices: architecture files, and ECC counters
+    /// `mem_ecc_uncorrected = 10 * device + value`, `sram_ecc_corrected = value` (the two
+    /// other counters unpublished, as on a real driver).
+    pub fn hardware(&self, devices: u32, value: u64) {
+        for device in 0..devices {
+            let dir = self.hardware_root().join(format!("neuron{device}"));
+            write(&dir.join("info/architecture/device_name"), "Trainium\n");
+            write(&dir.join("info/architecture/arch_type"), "v2\n");
+            write(
+                &dir.join("neuron_core0/info/architecture/arch_type"),
+                "NCv2\n",
+            );
+            let hardware = dir.join("stats/hardware");
+            write(
+                &hardware.join("mem_ecc_uncorrected/total"),
+                &format!("{}\n", 10 * u64::from(device) + value),
+            );
+            write(&hardware.join("mem_ecc_uncorrected/present"), "0\n");
+            write(
+                &hardware.join("sram_ecc_corrected/total"),
+                &format!("{value}\n"),
+            );
         }
     }
 
@@ -94,8 +143,24 @@ pub fn slab_path(dir: &Path, device: u32, pid: i32) -> PathBuf {
 /// Runs a load-generator workload of `count` executions into a fresh slab file, in-process,
 /// and returns its report (exactly what it wrote).
 pub fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> ProducerReport {
+    let _ = std::fs::remove_file(slab_path(dir, device, pid));
+    run_workload(dir, device, pid, tag, count)
+}
+
+/// Runs `count` more executions into an existing slab file (the monitor, already attached,
+/// sees the counters move: latencies get sampled).
+pub fn produce_more(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) {
+    run_workload(dir, device, pid, tag, count);
+}
+
+/// The pid of this test process: slab files named after it have a real `/proc/<pid>/stat`.
+pub fn own_pid() -> i32 {
+    i32::try_from(std::process::id()).unwrap()
+}
+
+fn run_workload(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> ProducerReport {
     let path = slab_path(dir, device, pid);
-    let _ = std::fs::remove_file(&path);
+    let existed = path.exists();
     let store = Datastore::open(&Backend::file(&path), 0).unwrap();
     let tally = Tally::new();
     let spec = ProducerSpec {
@@ -121,7 +186,10 @@ pub fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> Prod
     )
     .unwrap();
     workload.run(spec.length, 0, false).unwrap();
-    tally.verify(&store, 2).unwrap();
+    if !existed {
+        // Only a fresh slab holds exactly what this tally counted.
+        tally.verify(&store, 2).unwrap();
+    }
     let mut report = workload.report(false);
     report.pid = pid;
     report
@@ -169,4 +237,128 @@ pub fn validate(documents: &[serde_json::Value]) {
         "schema validation failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// A fake EC2 instance metadata service on 127.0.0.1 speaking IMDSv2: `PUT /latest/api/token`
+/// with a TTL header gives a token, and each `GET /latest/meta-data/<path>` with that token
+/// answers from its table (404 for anything else, 401 without the token). With `hang`, it
+/// accepts connections and never answers.
+pub struct FakeImds {
+    pub url: String,
+    /// Every request line received, in order, with its token header (if any).
+    pub requests: Arc<RequestLog>,
+    stop: Arc<AtomicBool>,
+    address: String,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Request lines with their token header.
+pub type RequestLog = Mutex<Vec<(String, Option<String>)>>;
+
+pub const FAKE_TOKEN: &str = "AQAEAFake-Token==";
+
+/// What the fake service answers: one value per metadata path.
+pub fn fake_instance() -> BTreeMap<&'static str, &'static str> {
+    BTreeMap::from([
+        ("instance-id", "i-0fa1ce0123456789a"),
+        ("instance-type", "trn1.32xlarge"),
+        ("placement/availability-zone", "us-west-2d"),
+        ("placement/availability-zone-id", "usw2-az4"),
+        ("placement/region", "us-west-2"),
+        ("ami-id", "ami-0fa1ce0123456789b"),
+        ("mac", "0a:1b:2c:3d:4e:5f"),
+        (
+            "network/interfaces/macs/0a:1b:2c:3d:4e:5f/subnet-id",
+            "subnet-0fa1ce01",
+        ),
+        ("tags/instance/Name", "trainer \"one\""),
+    ])
+}
+
+impl FakeImds {
+    pub fn start(hang: bool) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (log, stopping) = (requests.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                if stopping.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                if hang {
+                    held.push(stream);
+                    continue;
+                }
+                let _ = answer(stream, &log);
+            }
+        });
+        Self {
+            url: format!("http://{address}"),
+            requests,
+            stop,
+            address,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for FakeImds {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(&self.address);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn answer(stream: TcpStream, log: &RequestLog) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut request = String::new();
+    reader.read_line(&mut request)?;
+    let (mut token, mut ttl) = (None, None);
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? <= 2 {
+            break;
+        }
+        let (name, value) = header.split_once(':').unwrap_or((&header, ""));
+        match name.to_ascii_lowercase().as_str() {
+            "x-aws-ec2-metadata-token" => token = Some(value.trim().to_owned()),
+            "x-aws-ec2-metadata-token-ttl-seconds" => ttl = Some(value.trim().to_owned()),
+            _ => {}
+        }
+    }
+    let request = request.trim().to_owned();
+    log.lock().unwrap().push((request.clone(), token.clone()));
+    let mut parts = request.split_whitespace();
+    let (status, body) = match (parts.next(), parts.next()) {
+        (Some("PUT"), Some("/latest/api/token")) if ttl.is_some() => {
+            ("200 OK", FAKE_TOKEN.to_owned())
+        }
+        (Some("GET"), Some(path)) if token.as_deref() != Some(FAKE_TOKEN) => {
+            let _ = path;
+            ("401 Unauthorized", String::new())
+        }
+        (Some("GET"), Some(path)) => match path
+            .strip_prefix("/latest/meta-data/")
+            .and_then(|field| fake_instance().get(field).copied())
+        {
+            Some(value) => ("200 OK", value.to_owned()),
+            None => ("404 Not Found", String::new()),
+        },
+        _ => ("400 Bad Request", String::new()),
+    };
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.flush()
 }
