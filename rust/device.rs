@@ -32,14 +32,17 @@ use crate::{
         shared_pages::SharedPages,
         sysfs::SysfsText,
         task::thread_group_exited,
-        vma::revoke_device_range, //
+        vma::{
+            revoke_device_range,
+            VmaCount,
+            VmaTicket, //
+        },
     },
     state::{
         metrics::MetricsState,
         slab_values::{
             LiveSlab,
-            SlabSnapshot,
-            SlabValues, //
+            SlabSnapshot, //
         },
         slots::{
             Choice,
@@ -189,6 +192,9 @@ struct Inner {
 pub(crate) struct DeviceState {
     config: DeviceConfig,
     slabs: KVec<Pin<KBox<SharedPages>>>,
+    /// Per slot: the live VMAs of its owner's window (of every tenure), and the owner mappings
+    /// being set up. A release needs to revoke mappings only when it is not zero.
+    owner_mappings: KVec<Arc<VmaCount>>,
     #[pin]
     inner: Mutex<Inner>,
     /// Signalled whenever a slot finishes zeroing.
@@ -215,8 +221,10 @@ impl DeviceState {
     /// A device with 16 zeroed slabs.
     pub(crate) fn new(config: DeviceConfig) -> Result<Arc<Self>> {
         let mut slabs = KVec::with_capacity(SLOT_COUNT, GFP_KERNEL)?;
+        let mut owner_mappings = KVec::with_capacity(SLOT_COUNT, GFP_KERNEL)?;
         for _ in 0..SLOT_COUNT {
             slabs.push(SharedPages::new_zeroed(SLAB_SIZE / PAGE_SIZE)?, GFP_KERNEL)?;
+            owner_mappings.push(VmaCount::new()?, GFP_KERNEL)?;
         }
         let inner = Inner {
             pool: SlotPool::new(),
@@ -235,6 +243,7 @@ impl DeviceState {
             try_pin_init!(Self {
                 config,
                 slabs,
+                owner_mappings,
                 inner <- new_mutex!(inner),
                 slot_zeroed <- new_condvar!(),
                 scrub_work <- new_work!("neuron_ds::scrub"),
@@ -370,13 +379,14 @@ impl DeviceState {
     }
 
     /// Checks that slot `slot` still has `generation`, and, for `writer`, that the caller's
-    /// thread group owns it, recording the address space that will hold the writable mapping.
+    /// thread group owns it, recording the address space that will hold the writable mapping;
+    /// an owner's mapping is counted from here on (the ticket is attached to its VMA).
     pub(crate) fn authorize_mapping(
         &self,
         slot: usize,
         generation: u64,
         writer: Option<&Mm>,
-    ) -> Result {
+    ) -> Result<Option<VmaTicket>> {
         let mut inner = self.inner.lock();
         let state = inner.pool.get(slot).ok_or(EINVAL)?;
         if state.generation() != generation {
@@ -390,8 +400,10 @@ impl DeviceState {
                 return Err(EPERM);
             }
             inner.pool.add_writer(slot, Writer(ARef::from(mm)))?;
+            let count = self.owner_mappings.get(slot).ok_or(EINVAL)?;
+            return Ok(Some(count.reserve()));
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Releases the slab of `leader`'s thread group, if it has one.
@@ -433,18 +445,23 @@ impl DeviceState {
 
     /// Releases owned slot `slot`: see the module documentation.
     fn release_slot(self: &Arc<Self>, slot: usize) -> Result {
-        let (writers, devt) = {
+        let (writers, devt, mapped) = {
             let mut inner = self.inner.lock();
             let (generation, writers) = inner.pool.begin_release(slot)?;
             self.publish_generation(slot, generation)?;
-            (writers, inner.devt)
+            // Counted under this lock before any owner mapping passes its checks.
+            let mapped = self
+                .owner_mappings
+                .get(slot)
+                .is_some_and(|count| count.live() > 0);
+            (writers, inner.devt, mapped)
         };
         let (start, end) = (
             mmap_offset(self.config.index, slot, Access::Owner),
             mmap_offset(self.config.index, slot, Access::Owner)
                 .saturating_add(u64::try_from(SLAB_SIZE)?),
         );
-        for Writer(mm) in writers.iter() {
+        for Writer(mm) in writers.iter().filter(|_| mapped) {
             if let Some(mm) = mm.mmget_not_zero() {
                 revoke_device_range(&mm, devt, start, end);
             }
@@ -453,7 +470,7 @@ impl DeviceState {
         {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
-            inner.snapshot.take(&LiveSlab(self.slab(slot)?));
+            inner.snapshot.take(&LiveSlab::of(self.slab(slot)?));
             inner.totals.add_release(slot, &inner.snapshot);
             inner.metrics.on_release(&inner.snapshot);
             inner
@@ -507,11 +524,7 @@ impl DeviceState {
         self.reap_exited_owners();
         let mut guard = self.inner.lock();
         let Inner { pool, metrics, .. } = &mut *guard;
-        let live = pool
-            .live()
-            .filter_map(|slot| self.slabs.get(slot))
-            .map(|slab| LiveSlab(slab));
-        metrics.post(live, elapsed_us)
+        metrics.post(self.live_slabs(pool).map(|(_, slab)| slab), elapsed_us)
     }
 
     /// Up to `max` metric posts from sequence number `from` on.
@@ -526,34 +539,24 @@ impl DeviceState {
     /// Sysfs counter `node` of `core`: everything released plus every live slab's part.
     pub(crate) fn counter(&self, core: usize, node: usize) -> Result<Shown> {
         let inner = self.inner.lock();
-        let live: KVec<(usize, LiveSlab<'_>)> = self.live_slabs(&inner)?;
-        let shown = inner.totals.shown(
-            core,
-            node,
-            live.iter()
-                .map(|(slot, slab)| (*slot, slab as &dyn SlabValues)),
-        );
-        shown.ok_or(EINVAL)
+        let live = self.live_slabs(&inner.pool);
+        inner.totals.shown(core, node, live).ok_or(EINVAL)
     }
 
     /// Resets sysfs counter `node` of `core` (a write to its file).
     pub(crate) fn reset_counter(&self, core: usize, node: usize) -> Result {
         let mut guard = self.inner.lock();
-        let live = self.live_slabs(&guard)?;
-        guard.totals.reset(
-            core,
-            node,
-            live.iter()
-                .map(|(slot, slab)| (*slot, slab as &dyn SlabValues)),
-        )
+        let Inner { pool, totals, .. } = &mut *guard;
+        totals.reset(core, node, self.live_slabs(pool))
     }
 
-    fn live_slabs(&self, inner: &Inner) -> Result<KVec<(usize, LiveSlab<'_>)>> {
-        let mut live = KVec::with_capacity(SLOT_COUNT, GFP_KERNEL)?;
-        for slot in inner.pool.live() {
-            live.push((slot, LiveSlab(self.slab(slot)?)), GFP_KERNEL)?;
-        }
-        Ok(live)
+    /// The live slabs with their slots, each read under its own lock as it is reached.
+    fn live_slabs<'a>(
+        &'a self,
+        pool: &'a SlotPool<Owner, Writer>,
+    ) -> impl Iterator<Item = (usize, LiveSlab<'a>)> + 'a {
+        pool.live()
+            .filter_map(move |slot| Some((slot, LiveSlab::of(self.slabs.get(slot)?))))
     }
 
     /// Writes the slot table: one line per slot, owner pids in the reader's pid namespace.

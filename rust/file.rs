@@ -26,7 +26,10 @@ use crate::{
             MiscRegistration,
             WithData, //
         },
-        vma,
+        vma::{
+            self,
+            VmaTicket, //
+        },
     },
     state::slots::SLOT_COUNT,
 };
@@ -138,8 +141,9 @@ impl OpenFile {
     }
 
     /// Checks a new mapping against this file's grants and the slab's state, and sets its
-    /// protection: the owner's window may be writable; a reader's never is.
-    fn authorize_mapping(&self, vma: &VmaNew) -> Result<usize> {
+    /// protection: the owner's window may be writable; a reader's never is. Returns the slot,
+    /// and for the owner's window the ticket that counts the mapping.
+    fn authorize_mapping(&self, vma: &VmaNew) -> Result<(usize, Option<VmaTicket>)> {
         if vma.end() - vma.start() != SLAB_SIZE {
             return Err(EINVAL);
         }
@@ -156,7 +160,7 @@ impl OpenFile {
             .flatten()
             .ok_or(EINVAL)?;
         vma.try_clear_mayexec().map_err(|_| EPERM)?;
-        match access {
+        let ticket = match access {
             Access::Owner => {
                 if !grant.owner {
                     return Err(EINVAL);
@@ -164,7 +168,7 @@ impl OpenFile {
                 let caller = current!();
                 let mm = caller.mm().ok_or(EINVAL)?;
                 self.device
-                    .authorize_mapping(slot, grant.generation, Some(mm))?;
+                    .authorize_mapping(slot, grant.generation, Some(mm))?
             }
             Access::Read => {
                 self.device
@@ -176,9 +180,10 @@ impl OpenFile {
                 } else {
                     vma::make_read_only(vma);
                 }
+                None
             }
-        }
-        Ok(slot)
+        };
+        Ok((slot, ticket))
     }
 }
 
@@ -253,7 +258,7 @@ impl MiscDevice for OpenFile {
     /// mapping is complete. A read-only mapping that races with a release shows the slab's next
     /// state, which the generation word tells readers about.
     fn mmap(me: Pin<&OpenFile>, _file: &File, vma: &VmaNew) -> Result {
-        let slot = me.authorize_mapping(vma)?;
+        let (slot, ticket) = me.authorize_mapping(vma)?;
         // VM_IO keeps the mapping out of fork for good (VM_DONTCOPY alone can be undone with
         // madvise) and out of get_user_pages.
         vma.set_io();
@@ -263,6 +268,9 @@ impl MiscDevice for OpenFile {
         let mixed = vma.set_mixedmap();
         for (index, page) in me.device.slab(slot)?.pages().iter().enumerate() {
             mixed.vm_insert_page(vma.start() + index * PAGE_SIZE, page)?;
+        }
+        if let Some(ticket) = ticket {
+            ticket.attach(vma);
         }
         Ok(())
     }

@@ -22,7 +22,8 @@ use kernel::{
             atomic_store,
             ordering::Relaxed, //
         },
-        SpinLock, //
+        SpinLock,
+        SpinLockGuard, //
     },
 };
 
@@ -68,15 +69,61 @@ impl SharedPages {
         &self.pages
     }
 
+    /// Word access to the pages, holding `kernel_access` until the returned value is dropped;
+    /// reading many words through one [`Words`] takes the lock once.
+    ///
+    /// Two [`Words`] of different `SharedPages` must not be held at once (the locks are of one
+    /// class, so lockdep would report the nesting).
+    pub(crate) fn words(&self) -> Words<'_> {
+        Words {
+            pages: &self.pages,
+            _access: self.kernel_access.lock(),
+        }
+    }
+
+    /// The word at byte `offset`, read with one atomic load; `None` if `offset` is misaligned or
+    /// out of range.
+    pub(crate) fn load(&self, offset: usize) -> Option<u64> {
+        self.words().load(offset)
+    }
+
+    /// Stores `value` at byte `offset` with one atomic store; `None` if `offset` is misaligned or
+    /// out of range.
+    pub(crate) fn store(&self, offset: usize, value: u64) -> Option<()> {
+        self.words().store(offset, value)
+    }
+
+    /// Zeroes page `index` with the page-zeroing primitive; `Err(EINVAL)` if out of range.
+    pub(crate) fn zero_page(&self, index: usize) -> Result {
+        let page = self.pages.get(index).ok_or(EINVAL)?;
+        let _access = self.kernel_access.lock();
+        // SAFETY: every other kernel access to the page holds `kernel_access`, so none races with
+        // this write.
+        unsafe { page.fill_zero_raw(0, PAGE_SIZE) }
+    }
+
+    /// Zeroes every page, one page at a time.
+    pub(crate) fn zero_all(&self) -> Result {
+        (0..self.pages.len()).try_for_each(|index| self.zero_page(index))
+    }
+}
+
+/// Atomic access to single words of [`SharedPages`], with its `kernel_access` lock held.
+pub(crate) struct Words<'a> {
+    pages: &'a [Page],
+    _access: SpinLockGuard<'a, ()>,
+}
+
+impl Words<'_> {
     /// Runs `f` with a pointer to the 8-byte word at byte `offset`, while its page is mapped in
-    /// the kernel and `kernel_access` is held; `None` if `offset` is misaligned or out of range.
+    /// the kernel; `None` if `offset` is misaligned or out of range.
     fn with_word<R>(&self, offset: usize, f: impl FnOnce(*mut u64) -> R) -> Option<R> {
         if offset % WORD != 0 {
             return None;
         }
         let page = self.pages.get(offset / PAGE_SIZE)?;
-        let _access = self.kernel_access.lock();
-        // SAFETY: by the type invariant `page` is a valid order-0 page owned by `self`.
+        // SAFETY: by the type invariant of `SharedPages`, `page` is a valid order-0 page that
+        // outlives `self`.
         let base = unsafe { bindings::kmap_local_page(page.as_ptr()) };
         let word = base
             .cast::<u8>()
@@ -95,7 +142,7 @@ impl SharedPages {
         self.with_word(offset, |word| {
             // SAFETY: `word` points into a page `with_word` mapped, is 8-byte aligned (the page is,
             // and `offset` is a multiple of 8), and no non-atomic kernel access runs concurrently
-            // (`zero_page` holds `kernel_access`, which `with_word` holds too).
+            // (`zero_page` holds `kernel_access`, which `self` holds).
             unsafe { atomic_load(word, Relaxed) }
         })
     }
@@ -107,19 +154,5 @@ impl SharedPages {
             // SAFETY: as in `load`.
             unsafe { atomic_store(word, value, Relaxed) }
         })
-    }
-
-    /// Zeroes page `index` with the page-zeroing primitive; `Err(EINVAL)` if out of range.
-    pub(crate) fn zero_page(&self, index: usize) -> Result {
-        let page = self.pages.get(index).ok_or(EINVAL)?;
-        let _access = self.kernel_access.lock();
-        // SAFETY: every other kernel access to the page holds `kernel_access`, so none races with
-        // this write.
-        unsafe { page.fill_zero_raw(0, PAGE_SIZE) }
-    }
-
-    /// Zeroes every page, one page at a time.
-    pub(crate) fn zero_all(&self) -> Result {
-        (0..self.pages.len()).try_for_each(|index| self.zero_page(index))
     }
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What a character device's `mmap` needs from VMAs beyond 7.3's `mm::virt`: the file offset of
-//! a new mapping, making a new mapping read-only for good, and revoking the device's mappings of
-//! a file range in an address space.
+//! a new mapping, making a new mapping read-only for good, counting the live VMAs of a mapping
+//! (7.3 cannot install VMA operations), and revoking the device's mappings of a file range in
+//! an address space.
 //!
 //! C header: [`include/linux/mm.h`](srctree/include/linux/mm.h)
 
@@ -16,7 +17,16 @@ use kernel::{
         },
         MmWithUser,
     },
-    page::PAGE_SIZE, //
+    page::PAGE_SIZE,
+    prelude::*,
+    sync::{
+        atomic::{
+            ordering::Relaxed,
+            Atomic, //
+        },
+        Arc,
+    },
+    types::ForeignOwnable, //
 };
 
 fn page_bytes() -> u64 {
@@ -110,3 +120,108 @@ pub(crate) fn revoke_device_range(mm: &MmWithUser, devt: bindings::dev_t, start:
         }
     }
 }
+
+/// The number of live VMAs that map something a driver handed out: the VMAs made by `mmap`
+/// calls that attached a [`VmaTicket`], and the pieces they were split into or moved to, until
+/// they are unmapped.
+pub(crate) struct VmaCount {
+    live: Atomic<usize>,
+}
+
+impl VmaCount {
+    /// A count of zero.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                live: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// The live VMAs, plus the tickets not attached or dropped yet.
+    pub(crate) fn live(&self) -> usize {
+        self.live.load(Relaxed)
+    }
+
+    /// Counts a mapping about to be made; the ticket is attached to its VMA at the end of the
+    /// `mmap` hook, or dropped (uncounting it) if the hook fails.
+    pub(crate) fn reserve(self: &Arc<Self>) -> VmaTicket {
+        self.live.fetch_add(1, Relaxed);
+        VmaTicket {
+            count: Some(self.clone()),
+        }
+    }
+}
+
+/// One reserved unit of a [`VmaCount`].
+pub(crate) struct VmaTicket {
+    /// `None` once attached.
+    count: Option<Arc<VmaCount>>,
+}
+
+impl VmaTicket {
+    /// Makes `vma` count itself, and every VMA split from or moved from it, until unmapped.
+    ///
+    /// This installs the VMA's operations, so it must be the last step of the `mmap` hook: a
+    /// hook that fails after it would leave the count one too high.
+    pub(crate) fn attach(mut self, vma: &VmaNew) {
+        let Some(count) = self.count.take() else {
+            return;
+        };
+        let raw = vma.as_ptr();
+        // SAFETY: the VMA is undergoing initial setup under the mmap write lock, so nothing
+        // else reads or writes its operations or private data; the operations only touch the
+        // `Arc<VmaCount>` reference stored here, which `counted_close` gives back.
+        unsafe {
+            (*raw).vm_private_data = count.into_foreign().cast();
+            (*raw).vm_ops = &raw const COUNTING_OPS.0;
+        }
+    }
+}
+
+impl Drop for VmaTicket {
+    fn drop(&mut self) {
+        if let Some(count) = &self.count {
+            count.live.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+/// # Safety
+///
+/// Called by the core for a new VMA copied from one with [`COUNTING_OPS`] (a split or a move),
+/// which has the same private data: an `Arc<VmaCount>` reference.
+unsafe extern "C" fn counted_open(vma: *mut bindings::vm_area_struct) {
+    // SAFETY: the private data came from `Arc::into_foreign` and the original VMA still holds
+    // its reference.
+    let count = unsafe { <Arc<VmaCount> as ForeignOwnable>::borrow((*vma).vm_private_data.cast()) };
+    count.live.fetch_add(1, Relaxed);
+    // The new VMA holds a reference of its own, given back by its `counted_close`.
+    core::mem::forget(Arc::from(count));
+}
+
+/// # Safety
+///
+/// Called by the core once for each VMA with [`COUNTING_OPS`], as it goes away.
+unsafe extern "C" fn counted_close(vma: *mut bindings::vm_area_struct) {
+    // SAFETY: the VMA's private data is its own `Arc<VmaCount>` reference, given back here
+    // exactly once.
+    let count =
+        unsafe { <Arc<VmaCount> as ForeignOwnable>::from_foreign((*vma).vm_private_data.cast()) };
+    count.live.fetch_sub(1, Relaxed);
+}
+
+/// Read-only C tables.
+#[repr(transparent)]
+struct CTable<T>(T);
+
+// SAFETY: the C side only reads the table, which is never written after compilation.
+unsafe impl<T> Sync for CTable<T> {}
+
+static COUNTING_OPS: CTable<bindings::vm_operations_struct> =
+    CTable(bindings::vm_operations_struct {
+        open: Some(counted_open),
+        close: Some(counted_close),
+        ..pin_init::zeroed()
+    });

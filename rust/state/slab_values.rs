@@ -15,7 +15,10 @@ use crate::{
             nd_counter_offset, //
         },
     },
-    shim::shared_pages::SharedPages,
+    shim::shared_pages::{
+        SharedPages,
+        Words, //
+    },
 };
 use kernel::{
     pr_warn_once,
@@ -40,8 +43,16 @@ impl<T: SlabValues + ?Sized> SlabValues for &T {
     }
 }
 
-/// A slab read as it is now, one atomic 8-byte load per counter (the owner may be writing).
-pub(crate) struct LiveSlab<'a>(pub(crate) &'a SharedPages);
+/// A slab read as it is now, one atomic 8-byte load per counter (the owner may be writing),
+/// with the slab's word lock held until it is dropped.
+pub(crate) struct LiveSlab<'a>(Words<'a>);
+
+impl<'a> LiveSlab<'a> {
+    /// Reads `slab`.
+    pub(crate) fn of(slab: &'a SharedPages) -> Self {
+        Self(slab.words())
+    }
+}
 
 impl SlabValues for LiveSlab<'_> {
     /// An invalid (core, index) pair reads as 0, so it adds nothing to any total, and is
@@ -149,7 +160,10 @@ mod tests {
             slab.store(offset, 1000 + u64::try_from(n)?).ok_or(EINVAL)?;
         }
         for (n, (core, index, _)) in cases.into_iter().enumerate() {
-            assert_eq!(LiveSlab(&slab).nc(core, index), 1000 + u64::try_from(n)?);
+            assert_eq!(
+                LiveSlab::of(&slab).nc(core, index),
+                1000 + u64::try_from(n)?
+            );
         }
         assert_eq!(NDS_NEURONCORE_COUNTERS_START, 0x100);
         assert_eq!(NDS_EXT_NEURONCORE_COUNTERS_START, 0xDA80);
@@ -163,7 +177,7 @@ mod tests {
         // Core 4, counter 1 is at 57984 + 8; the NC band slot right after core 3 is not it.
         slab.store(57984 + 8, 42).ok_or(EINVAL)?;
         slab.store(256 + 8 * (31 * 4 + 1), 7).ok_or(EINVAL)?;
-        assert_eq!(LiveSlab(&slab).nc(4, 1), 42);
+        assert_eq!(LiveSlab::of(&slab).nc(4, 1), 42);
         Ok(())
     }
 
@@ -174,7 +188,7 @@ mod tests {
         for offset in (0..NEURON_DATASTORE_SIZE).step_by(8) {
             slab.store(offset, u64::MAX).ok_or(EINVAL)?;
         }
-        let live = LiveSlab(&slab);
+        let live = LiveSlab::of(&slab);
         assert_eq!(live.nc(0, 95), 0);
         assert_eq!(live.nc(3, 95), 0);
         assert_eq!(live.nc(4, 95), 0);
@@ -193,7 +207,7 @@ mod tests {
         slab.store(success, 5).ok_or(EINVAL)?;
         slab.store(cluster, 9).ok_or(EINVAL)?;
         let mut snapshot = SlabSnapshot::new(2)?;
-        snapshot.take(&LiveSlab(&slab));
+        snapshot.take(&LiveSlab::of(&slab));
         slab.store(success, 6).ok_or(EINVAL)?;
         assert_eq!(snapshot.nc(1, NcCounter::InferCompleted.index()), 5);
         assert_eq!(snapshot.nd(NdCounter::DeviceClusterId), 9);

@@ -72,11 +72,11 @@ impl DeviceTotals {
 
     /// Counter `node` (an index into `SYSFS_COUNTERS`) of `core`, with `live` the slots whose
     /// slabs are still counted live and their slabs.
-    pub(crate) fn shown<'a>(
+    pub(crate) fn shown(
         &self,
         core: usize,
         node: usize,
-        live: impl Iterator<Item = (usize, &'a dyn SlabValues)>,
+        live: impl Iterator<Item = (usize, impl SlabValues)>,
     ) -> Option<Shown> {
         let counter = SYSFS_COUNTERS.get(node)?;
         let released = *self.released.get(core)?.get(node)?;
@@ -88,7 +88,7 @@ impl DeviceTotals {
                     .and_then(|b| b.get(node))
                     .copied()
                     .unwrap_or(0);
-                contribution(counter, slab, core).wrapping_sub(baseline)
+                contribution(counter, &slab, core).wrapping_sub(baseline)
             })
             .fold(0u64, u64::wrapping_add);
         Some(Shown {
@@ -127,11 +127,11 @@ impl DeviceTotals {
 
     /// Resets counter `node` of `core` (a write to its file): it reads 0 now, and counts from
     /// here on. `live` as in [`Self::shown`].
-    pub(crate) fn reset<'a>(
+    pub(crate) fn reset(
         &mut self,
         core: usize,
         node: usize,
-        live: impl Iterator<Item = (usize, &'a dyn SlabValues)>,
+        live: impl Iterator<Item = (usize, impl SlabValues)>,
     ) -> Result {
         let counter = SYSFS_COUNTERS.get(node).ok_or(EINVAL)?;
         *self
@@ -150,7 +150,7 @@ impl DeviceTotals {
                 .map(|i| i + core)
                 .ok_or(EINVAL)?;
             if let Some(baseline) = self.baselines.get_mut(index).and_then(|b| b.get_mut(node)) {
-                *baseline = contribution(counter, slab, core);
+                *baseline = contribution(counter, &slab, core);
             }
         }
         Ok(())
