@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use nds::{Backend, Datastore};
+use nds::{Backend, Producer};
 use nds_abi::sysfs::SYSFS_COUNTERS;
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
@@ -96,7 +96,7 @@ pub fn slab_path(dir: &Path, device: u32, pid: i32) -> PathBuf {
 pub fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> ProducerReport {
     let path = slab_path(dir, device, pid);
     let _ = std::fs::remove_file(&path);
-    let store = Datastore::open(&Backend::file(&path), 0).unwrap();
+    let store = Producer::open(&Backend::file(&path)).unwrap();
     let tally = Tally::new();
     let spec = ProducerSpec {
         tag: tag.to_owned(),
