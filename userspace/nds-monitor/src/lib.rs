@@ -12,7 +12,6 @@
 
 #![warn(missing_docs)]
 
-pub mod cli;
 pub mod config;
 pub mod document;
 pub mod error;

@@ -336,7 +336,11 @@ impl Reader {
 /// The byte offset of ND counter `index`.
 #[inline]
 pub(crate) fn nd_offset(index: usize) -> Result<usize> {
-    nd_counter_offset(index).ok_or_else(|| Error::InvalidNdCounter { index })
+    // A match, not `ok_or`: an eagerly built error would leave its drop on the success path.
+    match nd_counter_offset(index) {
+        Some(offset) => Ok(offset),
+        None => Err(Error::InvalidNdCounter { index }),
+    }
 }
 
 /// The byte offset of counter `index` of NeuronCore `core`.
