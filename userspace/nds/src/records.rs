@@ -429,12 +429,6 @@ mod properties {
             check::<ModelRecord>(&bytes, 284)?;
         }
 
-        #[test]
-        fn a_published_record_holds_its_payload_under_its_hash(payload in vec(any::<u8>(), 668)) {
-            publish_round_trip(&payload[..60], 60)?;
-            publish_round_trip(&payload[..256], 256)?;
-            publish_round_trip(&payload, 284)?;
-        }
 
         #[test]
         fn views_shorter_than_the_record_are_errors_not_panics(
@@ -451,6 +445,18 @@ mod properties {
                 // Only an unpublished (zero) hash word can be read before the copy fails.
                 prop_assert_eq!(state, RecordState::Empty);
             }
+        }
+    }
+
+    proptest! {
+        // Publishing has no branch on the bytes: a tenth of the decoder's cases covers it.
+        #![proptest_config(ProptestConfig::with_cases(CASES / 10))]
+
+        #[test]
+        fn a_published_record_holds_its_payload_under_its_hash(payload in vec(any::<u8>(), 668)) {
+            publish_round_trip(&payload[..60], 60)?;
+            publish_round_trip(&payload[..256], 256)?;
+            publish_round_trip(&payload, 284)?;
         }
     }
 }
