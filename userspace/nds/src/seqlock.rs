@@ -27,6 +27,10 @@
 //! into the generation word, a reader never panics and never calls data from another tenure
 //! valid unless the word was forged to match.
 
+// Under `--cfg loom` the fences are loom's, so that its model checks the protocol's orderings.
+#[cfg(loom)]
+use loom::sync::atomic::{fence, Ordering};
+#[cfg(not(loom))]
 use std::sync::atomic::{fence, Ordering};
 
 use nds_abi::layout::slab_generation_is_owned;
@@ -119,6 +123,77 @@ pub(crate) fn moved_since(tenure: Tenure, generation: impl Fn() -> u64) -> Optio
     fence(Ordering::Acquire);
     let now = generation();
     (!tenure.holds(now)).then_some(now)
+}
+
+#[cfg(all(test, loom))]
+mod loom_model {
+    //! The protocol under loom's model of the C11 memory model: relaxed loads may return any
+    //! value their coherence order and the happens-before relation allow, so a missing fence on
+    //! either side shows up as a valid read that holds a zero.
+    //!
+    //! The kernel's release is what `release_slot` does: the new generation, a write barrier
+    //! (`smp_wmb`, a release fence here), then the zeroes.
+
+    use loom::sync::atomic::AtomicU64;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use super::*;
+
+    const OWNER_WORD: u64 = 0x5EED;
+
+    /// One release racing one guarded read of two words; `barrier` is whether the kernel
+    /// orders the generation before the zeroes.
+    fn release_during_a_read(barrier: bool) {
+        loom::model(move || {
+            let generation = Arc::new(AtomicU64::new(1));
+            let words = Arc::new([AtomicU64::new(OWNER_WORD), AtomicU64::new(OWNER_WORD)]);
+            let kernel = {
+                let (generation, words) = (Arc::clone(&generation), Arc::clone(&words));
+                thread::spawn(move || {
+                    generation.store(2, Ordering::Relaxed);
+                    if barrier {
+                        fence(Ordering::Release);
+                    }
+                    for word in words.iter() {
+                        word.store(0, Ordering::Relaxed);
+                    }
+                })
+            };
+            let mut copy = [0; 2];
+            let outcome = read_guarded(
+                Tenure {
+                    generation: 1,
+                    kernel: true,
+                },
+                || generation.load(Ordering::Relaxed),
+                || {
+                    for (value, word) in copy.iter_mut().zip(words.iter()) {
+                        *value = word.load(Ordering::Relaxed);
+                    }
+                },
+            );
+            match outcome {
+                SlabRead::Valid(()) => assert_eq!(copy, [OWNER_WORD; 2], "valid with zeroes"),
+                SlabRead::Moved { generation } => assert_eq!(generation, 2),
+                SlabRead::Torn => panic!("the kernel only moves the generation forward"),
+            }
+            kernel.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_a_release_during_a_read_is_never_valid_with_its_zeroes() {
+        release_during_a_read(true);
+    }
+
+    #[test]
+    fn loom_finds_the_mixed_read_when_the_kernel_leaves_out_its_barrier() {
+        // The model is sharp enough to fail: without the write barrier the reader's fences
+        // have nothing to synchronize with, and some execution is valid with a zero.
+        let found = std::panic::catch_unwind(|| release_during_a_read(false)).is_err();
+        assert!(found, "loom accepted a kernel without its barrier");
+    }
 }
 
 #[cfg(test)]
