@@ -25,10 +25,43 @@ mod nds_top;
 #[must_use]
 pub fn tools() -> Vec<Command> {
     vec![
-        nrt_status::Cli::command(),
-        nds_loadgen::Cli::command(),
-        nds_metrics::Cli::command(),
-        nds_monitor::Cli::command(),
-        nds_top::Cli::command(),
+        with_own_about(
+            nrt_status::Cli::command(),
+            include_str!("../../nrt-status/Cargo.toml"),
+        ),
+        with_own_about(
+            nds_loadgen::Cli::command(),
+            include_str!("../../nds-loadgen/Cargo.toml"),
+        ),
+        with_own_about(
+            nds_metrics::Cli::command(),
+            include_str!("../../nds-metrics/Cargo.toml"),
+        ),
+        with_own_about(
+            nds_monitor::Cli::command(),
+            include_str!("../../nds-monitor/Cargo.toml"),
+        ),
+        with_own_about(
+            nds_top::Cli::command(),
+            include_str!("../../nds-top/Cargo.toml"),
+        ),
     ]
+}
+
+/// `command` with the about its own binary shows.
+///
+/// A bare `#[command(about)]` takes the description of the package being compiled: the tool's
+/// in its binary, but nds-dist's here. Such an about is replaced by the `description` of the
+/// tool's manifest.
+fn with_own_about(command: Command, manifest: &'static str) -> Command {
+    let inherited = command
+        .get_about()
+        .is_some_and(|about| about.to_string() == env!("CARGO_PKG_DESCRIPTION"));
+    let description = manifest
+        .lines()
+        .find_map(|line| line.strip_prefix("description = \"")?.strip_suffix('"'));
+    match description {
+        Some(description) if inherited => command.about(description),
+        _ => command,
+    }
 }

@@ -241,6 +241,24 @@ fn the_debian_package_ships_exactly_the_tools() {
 }
 
 #[test]
+fn every_tool_keeps_its_own_about() {
+    for tool in tools() {
+        let about = tool
+            .get_about()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert_ne!(about, env!("CARGO_PKG_DESCRIPTION"), "{}", tool.get_name());
+        assert!(!about.is_empty(), "{} has no about", tool.get_name());
+    }
+    let monitor = tools().remove(3);
+    assert_eq!(
+        monitor.get_about().unwrap().to_string(),
+        "neuron-monitor for the Neuron DataStore: JSON reports per period and Prometheus \
+         exposition from every owned slab and the kernel's totals"
+    );
+}
+
+#[test]
 fn civil_date_matches_known_days() {
     assert_eq!(civil_date(0), (1970, 1, 1));
     assert_eq!(civil_date(59), (1970, 3, 1));
