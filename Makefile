@@ -57,7 +57,7 @@ module: $(if $(KDIR_FROM_CACHE),kernel)
 
 rustfmt rustfmtcheck: kernel
 	@source qemu/env.sh; \
-	rustfmt --edition 2021 $(if $(filter rustfmtcheck,$@),--check) rust/*.rs
+	rustfmt --edition 2021 $(if $(filter rustfmtcheck,$@),--check) rust/*.rs rust/*/*.rs
 
 test:
 	bash tests/run.sh base
@@ -134,6 +134,7 @@ dkms-source:
 	install -D -m 644 packaging/dkms.conf "$(DKMS_TREE)/dkms.conf"
 	install -m 644 Kbuild "$(DKMS_TREE)/Kbuild"
 	install -D -m 644 -t "$(DKMS_TREE)/rust" rust/*.rs
+	for dir in rust/*/; do install -D -m 644 -t "$(DKMS_TREE)/$$dir" "$$dir"*.rs; done
 	install -D -m 644 -t "$(DKMS_TREE)/userspace/nds-abi/src" userspace/nds-abi/src/*.rs
 	install -D -m 755 -t "$(DKMS_TREE)/packaging" packaging/kbuild.sh
 

@@ -5,7 +5,7 @@ set -e
 bin=/work/bin
 banner() { printf '\n===== %s\n' "$*"; }
 
-banner "neuron_ds loaded: $(ls /dev | grep -c '^neuron') devices, $(ls -d /sys/class/misc/neuron0/neuron_core* | wc -l) NeuronCores each"
+banner "neuron_ds loaded: $(ls /dev | grep -c '^neuron') devices, $(ls -d /sys/class/neuron_device/neuron0/neuron_core* | wc -l) NeuronCores each"
 $bin/nds-loadgen baseline >/tmp/baseline.json
 
 banner "nds-loadgen: 3 producers per device for 8 s, ~300 executions/s each; the last one crashes (SIGKILL) halfway"
@@ -14,7 +14,7 @@ $bin/nds-loadgen run --procs-per-device 3 --duration 8s --rate 300 --crash 1 \
 loadgen=$!
 sleep 1
 echo "slot table of /dev/neuron0 (slot pid clear_tick generation):"
-grep -v ' 0 0 0$' /sys/class/misc/neuron0/datastore/slots
+grep -v ' 0 0 0$' /sys/class/neuron_device/neuron0/datastore/slots
 
 banner "nds-monitor: one report over 1 s (JSON, first runtime entry shown, abbreviated)"
 $bin/nds-monitor --period 1s --count 1 --pretty >/tmp/monitor.json
@@ -32,7 +32,7 @@ $bin/nds-top --once --period 1s --keys 2x
 
 banner "waiting for the producers to finish"
 wait $loadgen
-echo "slabs still owned on neuron0: $(awk 'NR > 1 && $2 != 0' /sys/class/misc/neuron0/datastore/slots | wc -l)"
+echo "slabs still owned on neuron0: $(awk 'NR > 1 && $2 != 0' /sys/class/neuron_device/neuron0/datastore/slots | wc -l)"
 
 banner "kernel sysfs totals (minus the baseline) next to the producers' reports"
 $bin/nds-loadgen compare --summary /tmp/summary.json --baseline /tmp/baseline.json

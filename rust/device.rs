@@ -1,64 +1,64 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One Neuron device: its slabs, its slot table, the ioctls, `mmap`, release on close, and the
-//! values its sysfs files show.
+//! One Neuron device: its 16 slabs, who owns them, and the release of a slab from the owner to
+//! the totals.
+//!
+//! # Releasing a slab
+//!
+//! Every release (RELEASE, the group's last file going away, or a dead owner being reaped) runs
+//! [`DeviceState::release_slot`]:
+//!
+//! 1. Under the lock, the slot leaves its owner and its generation moves on; the new value is
+//!    written into the slab first, so a reader that later sees any other change of the slab also
+//!    sees the generation move. No file can map the slab for writing from now on.
+//! 2. Without the lock, the owner's writable mappings are revoked (their pages are removed, and
+//!    later accesses fault). This takes each writer address space's mmap lock, so a writable
+//!    `mmap` that passed its checks before step 1 has finished and is revoked too.
+//! 3. Under the lock, one snapshot of the slab (final: nobody can write it any more) feeds both
+//!    the sysfs totals and the metrics.
+//! 4. The slab is zeroed page by page without the lock, by a work item, or by the next owner if
+//!    it comes first; then it is free. A new owner always gets the free slot released longest ago.
 //!
 //! # Lock order
 //!
-//! mmap lock (held by the core around `mmap`) → [`DeviceState::inner`] → [`OpenFile::grants`].
-//! No lock is held while user memory is touched: ioctl arguments are copied in before locking
-//! and copied out after unlocking.
+//! mmap lock (held by the core around `mmap`) → [`DeviceState::inner`] → a slab's
+//! `kernel_access` spinlock. A writer address space's mmap lock (step 2) is only taken with no
+//! device lock held. A file's grants lock is never held together with [`DeviceState::inner`].
 
 use crate::{
-    abi::{
-        ioctl::{
-            NeuronDsInfo,
-            NEURON_IOCTL_ACQUIRE_NEURON_DS,
-            NEURON_IOCTL_RELEASE_NEURON_DS, //
+    abi::layout::SLAB_GENERATION_OFFSET,
+    shim::{
+        capability::perfmon_capable,
+        shared_pages::SharedPages,
+        sysfs::SysfsText,
+        task::thread_group_exited,
+        vma::revoke_device_range, //
+    },
+    state::{
+        metrics::MetricsState,
+        slab_values::{
+            LiveSlab,
+            SlabSnapshot,
+            SlabValues, //
         },
-        layout::SLAB_GENERATION_OFFSET,
-        metrics::METRIC_POST_SIZE,
-        sysfs::SYSFS_COUNTERS,
-    },
-    edge::{
-        self,
-        DeviceNode,
-        SlabMemory,
-        SysfsFile,
-        SysfsNodeKind,
-        SLAB_SIZE, //
-    },
-    metrics::{
-        MetricsState,
-        SlabValues, //
-    },
-    metrics_worker::MetricsHandle,
-    reader::read_nc_counter,
-    slots::{
-        SlotTable,
-        SLOT_COUNT, //
-    },
-    sysfs::SysfsTree,
-    totals::{
-        contribution,
-        DeviceTotals, //
+        slots::{
+            Choice,
+            SlotPool,
+            SLOT_COUNT, //
+        },
+        totals::{
+            DeviceTotals,
+            Shown, //
+        },
     },
 };
+use core::fmt::Write;
 use kernel::{
-    fs::{
-        File,
-        Kiocb, //
-    },
-    iov::IovIterDest,
-    miscdevice::{
-        MiscDevice,
-        MiscDeviceRegistration, //
-    },
-    mm::virt::VmaNew,
-    new_mutex,
+    bindings,
+    mm::Mm,
+    new_condvar, new_mutex, new_work,
     page::PAGE_SIZE,
     prelude::*,
-    str::CString,
     sync::{
         aref::ARef,
         atomic::{
@@ -67,22 +67,60 @@ use kernel::{
         },
         barrier::{
             smp_mb,
-            Write, //
+            Write as WriteBarrier, //
         },
-        Arc, Mutex,
+        Arc, CondVar, Mutex,
     },
     task::{
         Kuid,
         Task, //
     },
-    uaccess::{
-        UserPtr,
-        UserSlice, //
+    workqueue::{
+        self,
+        impl_has_work,
+        Work,
+        WorkItem, //
     },
 };
 
-/// The LRU clock: one tick per slab clear, shared by every device as in the original driver.
+/// Bytes in one slab.
+pub(crate) const SLAB_SIZE: usize = crate::abi::layout::NEURON_DATASTORE_SIZE;
+
+/// The LRU clock: one tick per release, shared by every device as in the original driver.
 static CLEAR_TICK: Atomic<u64> = Atomic::new(1);
+
+/// How a mapping of a slab may use it; part of the mapping's offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Read-only, for any reader.
+    Read,
+    /// The owner's window, revoked at release.
+    Owner,
+}
+
+/// The `mmap` offset of `access` to slot `slot` of device `device`: readers and the owner map
+/// the same pages at different offsets, so that the owner's mappings can be found and revoked
+/// without touching the readers'.
+pub(crate) fn mmap_offset(device: usize, slot: usize, access: Access) -> u64 {
+    let window = (device * SLOT_COUNT + slot) * 2 + usize::from(access == Access::Owner);
+    u64::try_from(window * SLAB_SIZE).unwrap_or(u64::MAX)
+}
+
+/// The (device, slot, access) an `mmap` offset names, if it names one exactly.
+pub(crate) fn decode_mmap_offset(offset: u64) -> Option<(usize, usize, Access)> {
+    let slab = u64::try_from(SLAB_SIZE).ok()?;
+    if offset % slab != 0 {
+        return None;
+    }
+    let window = usize::try_from(offset / slab).ok()?;
+    let access = if window % 2 == 1 {
+        Access::Owner
+    } else {
+        Access::Read
+    };
+    let n = window / 2;
+    Some((n / SLOT_COUNT, n % SLOT_COUNT, access))
+}
 
 /// The thread group that owns a slab.
 pub(crate) struct Owner {
@@ -93,536 +131,450 @@ pub(crate) struct Owner {
     euid: Kuid,
 }
 
-impl PartialEq for Owner {
+/// An address space that may hold a writable mapping of a slab.
+pub(crate) struct Writer(ARef<Mm>);
+
+impl PartialEq for Writer {
     fn eq(&self, other: &Self) -> bool {
-        *self.leader == *other.leader
+        self.0.as_raw() == other.0.as_raw()
     }
+}
+
+/// What an ACQUIRE grants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Acquired {
+    /// The slot.
+    pub(crate) slot: usize,
+    /// Its generation at the ACQUIRE.
+    pub(crate) generation: u64,
+    /// Granted to the slab's owner (which may map it writable) rather than to a reader.
+    pub(crate) owner: bool,
+}
+
+/// Fixed settings of a device.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DeviceConfig {
+    /// Device index: `/dev/<name><index>`.
+    pub(crate) index: usize,
+    /// NeuronCores whose counters are aggregated.
+    pub(crate) core_count: usize,
+    /// Picoseconds per unit of `NC_COUNTER_TIME_IN_USE`.
+    pub(crate) time_unit_ps: u32,
+    /// Refuse readers' writable `mmap` requests instead of making such mappings read-only.
+    pub(crate) strict_reader_mappings: bool,
 }
 
 /// State guarded by [`DeviceState::inner`].
 struct Inner {
-    slots: SlotTable<Owner>,
+    pool: SlotPool<Owner, Writer>,
     /// Open files of this device per thread group: a group's slab is released when its count
     /// drops to zero (its last file is closed and unmapped, or it died).
     openers: KVec<(ARef<Task>, usize)>,
     totals: DeviceTotals,
     metrics: MetricsState,
+    /// Where a release copies the slab's counters.
+    snapshot: SlabSnapshot,
+    /// The device number of the node, once registered (mappings are found by it).
+    devt: bindings::dev_t,
 }
 
-/// Everything one device's files, ioctls and sysfs nodes share.
+/// Everything one device's files, ioctls, sysfs nodes and workers share.
 ///
 /// # Invariants
 ///
-/// `slabs` holds exactly [`SLOT_COUNT`] slabs, and each slab's generation word equals its
-/// slot's generation whenever `inner` is unlocked.
+/// `slabs` holds exactly [`SLOT_COUNT`] slabs of [`SLAB_SIZE`] bytes, and each slab's
+/// generation word equals its slot's generation whenever `inner` is unlocked, except while the
+/// slot is being zeroed.
 #[pin_data]
 pub(crate) struct DeviceState {
-    index: usize,
-    core_count: usize,
-    slabs: KVec<SlabMemory>,
+    config: DeviceConfig,
+    slabs: KVec<Pin<KBox<SharedPages>>>,
     #[pin]
     inner: Mutex<Inner>,
+    /// Signalled whenever a slot finishes zeroing.
+    #[pin]
+    slot_zeroed: CondVar,
+    #[pin]
+    scrub_work: Work<DeviceState>,
 }
 
-/// The `mmap` offset that names slot `slot` of device `device`.
-fn mmap_offset(device: usize, slot: usize) -> u64 {
-    let slab = u64::try_from(SLAB_SIZE).unwrap_or(0);
-    u64::try_from(device * SLOT_COUNT + slot).map_or(0, |n| n.wrapping_mul(slab))
+impl_has_work! {
+    impl HasWork<Self> for DeviceState { self.scrub_work }
 }
 
-/// The (device, slot) an `mmap` offset names, if it names one exactly.
-fn decode_mmap_offset(offset: u64) -> Option<(usize, usize)> {
-    let slab = u64::try_from(SLAB_SIZE).ok()?;
-    if offset % slab != 0 {
-        return None;
+/// Zeroes released slabs, oldest release first, until none is left.
+impl WorkItem for DeviceState {
+    type Pointer = Arc<DeviceState>;
+
+    fn run(this: Arc<DeviceState>) {
+        while this.scrub_oldest_dirty() {}
     }
-    let n = usize::try_from(offset / slab).ok()?;
-    Some((n / SLOT_COUNT, n % SLOT_COUNT))
 }
 
 impl DeviceState {
-    /// A device with `core_count` NeuronCores and 16 zeroed slabs.
-    pub(crate) fn new(index: usize, core_count: usize) -> Result<Arc<Self>> {
+    /// A device with 16 zeroed slabs.
+    pub(crate) fn new(config: DeviceConfig) -> Result<Arc<Self>> {
         let mut slabs = KVec::with_capacity(SLOT_COUNT, GFP_KERNEL)?;
         for _ in 0..SLOT_COUNT {
-            slabs.push(SlabMemory::new_zeroed()?, GFP_KERNEL)?;
+            slabs.push(SharedPages::new_zeroed(SLAB_SIZE / PAGE_SIZE)?, GFP_KERNEL)?;
         }
-        let totals = DeviceTotals::new(core_count)?;
-        let metrics = MetricsState::new(u32::try_from(index)?, core_count)?;
-        // INVARIANT: 16 slabs, all zero, matching the never-used slots' generation 0.
+        let inner = Inner {
+            pool: SlotPool::new(),
+            openers: KVec::new(),
+            totals: DeviceTotals::new(config.core_count)?,
+            metrics: MetricsState::new(
+                u32::try_from(config.index)?,
+                config.core_count,
+                config.time_unit_ps,
+            )?,
+            snapshot: SlabSnapshot::new(config.core_count)?,
+            devt: 0,
+        };
+        // INVARIANT: 16 zeroed slabs, matching the never-used slots' generation 0.
         Arc::pin_init(
             try_pin_init!(Self {
-                index,
-                core_count,
+                config,
                 slabs,
-                inner <- new_mutex!(Inner {
-                    slots: SlotTable::new(),
-                    openers: KVec::new(),
-                    totals,
-                    metrics,
-                }),
+                inner <- new_mutex!(inner),
+                slot_zeroed <- new_condvar!(),
+                scrub_work <- new_work!("neuron_ds::scrub"),
             }),
             GFP_KERNEL,
         )
     }
 
-    fn slab(&self, slot: usize) -> Result<&SlabMemory> {
-        self.slabs.get(slot).ok_or(EINVAL)
+    /// The device's settings.
+    pub(crate) fn config(&self) -> &DeviceConfig {
+        &self.config
     }
 
-    /// Gives `leader`'s thread group its slab, reusing the one it has; returns the slot.
-    fn acquire_own(&self, inner: &mut Inner, leader: &Task, euid: Kuid) -> Result<usize> {
-        if let Some(slot) = inner.slots.find_owner(|owner| *owner.leader == *leader) {
-            return Ok(slot);
-        }
-        let slot = inner
-            .slots
-            .choose_free(|owner| *owner.leader == *leader)
-            .ok_or(ENOMEM)?;
-        let owner = Owner {
-            leader: ARef::from(leader),
-            euid,
-        };
-        let rezero = inner.slots.get(slot).is_some_and(|s| s.written_after_clear);
-        let generation = inner.slots.assign(slot, owner)?;
-        let slab = self.slab(slot)?;
-        if rezero {
-            // The previous owner may have written into the slab after its release, through a
-            // mapping that outlived it; the new owner starts from zeros, not from leftovers.
-            slab.zero();
-        }
-        slab.store(SLAB_GENERATION_OFFSET, generation);
-        Ok(slot)
+    /// The slab of slot `slot`.
+    pub(crate) fn slab(&self, slot: usize) -> Result<&SharedPages> {
+        self.slabs.get(slot).map(|slab| &**slab).ok_or(EINVAL)
     }
 
-    /// Aggregates slot `slot`'s counters into the totals, zeroes it and frees it.
-    fn release_slot(&self, inner: &mut Inner, slot: usize) -> Result {
-        let slab = self.slab(slot)?;
-        inner
-            .totals
-            .add_slab(|core, index| read_nc_counter(slab, core, index));
-        inner.metrics.on_release(slab);
-        let tick = CLEAR_TICK.fetch_add(1, Relaxed);
-        let generation = inner.slots.clear(slot, tick)?;
-        // The new (even) generation is visible before any word is zeroed, so a reader that
-        // finds the generation unchanged around its reads saw no part of the clear. Zeroing
-        // covers the generation word too, hence the second store.
-        slab.store(SLAB_GENERATION_OFFSET, generation);
-        smp_mb(Write);
-        slab.zero();
-        slab.store(SLAB_GENERATION_OFFSET, generation);
+    /// Records the device number the node got, by which mappings of it are found.
+    pub(crate) fn set_devt(&self, devt: bindings::dev_t) {
+        self.inner.lock().devt = devt;
+    }
+
+    /// Writes `generation` into slot `slot`'s slab.
+    fn publish_generation(&self, slot: usize, generation: u64) -> Result {
+        self.slab(slot)?
+            .store(SLAB_GENERATION_OFFSET, generation)
+            .ok_or(EINVAL)
+    }
+
+    /// Counts one more open file of `opener`'s thread group.
+    pub(crate) fn add_opener(&self, opener: &ARef<Task>) -> Result {
+        let mut inner = self.inner.lock();
+        match inner
+            .openers
+            .iter_mut()
+            .find(|(task, _)| **task == **opener)
+        {
+            Some((_, count)) => *count += 1,
+            None => inner.openers.push((opener.clone(), 1), GFP_KERNEL)?,
+        }
         Ok(())
     }
 
-    /// Releases every slab whose owner's thread group has exited.
-    ///
-    /// A group's slab is normally released when its last file on the device goes, but a group
-    /// can own a slab through a file it did not open (inherited across `fork`, or passed over
-    /// a socket), whose release waits for the other holders. Such a slab is released here, at
-    /// the latest the next time anything looks at the device: an ACQUIRE or RELEASE, a file
-    /// release, a sysfs read or a metrics period.
-    fn release_abandoned(&self, inner: &mut Inner) -> Result {
-        for slot in 0..SLOT_COUNT {
-            let abandoned = inner
-                .slots
-                .get(slot)
-                .and_then(|s| s.owner.as_ref())
-                .is_some_and(|owner| edge::thread_group_exited(&owner.leader));
-            if abandoned {
-                self.release_slot(inner, slot)?;
+    /// Counts one file of `opener`'s group less; returns whether it was the group's last.
+    pub(crate) fn remove_opener(&self, opener: &Task) -> bool {
+        let mut inner = self.inner.lock();
+        let Some(index) = inner.openers.iter().position(|(task, _)| **task == *opener) else {
+            return false;
+        };
+        let last = inner.openers.get_mut(index).is_some_and(|(_, count)| {
+            *count -= 1;
+            *count == 0
+        });
+        if last {
+            // `index` was just found, so the removal cannot fail.
+            let _ = inner.openers.remove(index);
+        }
+        last
+    }
+
+    /// The slab of `leader`'s thread group, taking one if it has none: the first never-used
+    /// slot, otherwise the one released longest ago; `ENOMEM` if all 16 are owned.
+    pub(crate) fn acquire_own(self: &Arc<Self>, leader: &Task, euid: Kuid) -> Result<Acquired> {
+        self.reap_exited_owners();
+        let mut inner = self.inner.lock();
+        loop {
+            if let Some(slot) = inner.pool.find_owner(|owner| *owner.leader == *leader) {
+                let generation = inner.pool.get(slot).ok_or(EINVAL)?.generation();
+                return Ok(Acquired {
+                    slot,
+                    generation,
+                    owner: true,
+                });
             }
+            match inner.pool.choose() {
+                Choice::Ready(slot) => {
+                    let owner = Owner {
+                        leader: ARef::from(leader),
+                        euid,
+                    };
+                    let generation = inner.pool.assign(slot, owner)?;
+                    self.publish_generation(slot, generation)?;
+                    return Ok(Acquired {
+                        slot,
+                        generation,
+                        owner: true,
+                    });
+                }
+                Choice::NeedsScrub(slot) => {
+                    // The worker has not got to it yet: zero it here, then choose again.
+                    let generation = inner.pool.begin_scrub(slot)?;
+                    drop(inner);
+                    self.scrub(slot, generation);
+                    inner = self.inner.lock();
+                }
+                Choice::Wait => {
+                    if self.slot_zeroed.wait_interruptible(&mut inner) {
+                        return Err(ERESTARTSYS);
+                    }
+                }
+                Choice::Full => return Err(ENOMEM),
+            }
+        }
+    }
+
+    /// The slab of the process `pid` (in the caller's pid namespace) for the caller: the
+    /// owner's grant if it is the caller's own, otherwise a reader's. `ENOENT` if the process
+    /// owns no slab here, `EPERM` if it is another user's and the caller may not monitor it.
+    pub(crate) fn acquire_pid(&self, pid: i32) -> Result<Acquired> {
+        let caller = current!();
+        let namespace = caller.active_pid_ns();
+        let leader = caller.group_leader();
+        let (acquired, euid) = {
+            let inner = self.inner.lock();
+            let slot = inner
+                .pool
+                .find_owner(|owner| owner.leader.tgid_nr_ns(namespace) == pid)
+                .ok_or(ENOENT)?;
+            let state = inner.pool.get(slot).ok_or(ENOENT)?;
+            let owner = state.owner().ok_or(ENOENT)?;
+            let acquired = Acquired {
+                slot,
+                generation: state.generation(),
+                owner: *owner.leader == *leader,
+            };
+            (acquired, owner.euid)
+        };
+        if !acquired.owner && euid != Kuid::current_euid() && !perfmon_capable() {
+            return Err(EPERM);
+        }
+        Ok(acquired)
+    }
+
+    /// Checks that slot `slot` still has `generation`, and, for `writer`, that the caller's
+    /// thread group owns it, recording the address space that will hold the writable mapping.
+    pub(crate) fn authorize_mapping(
+        &self,
+        slot: usize,
+        generation: u64,
+        writer: Option<&Mm>,
+    ) -> Result {
+        let mut inner = self.inner.lock();
+        let state = inner.pool.get(slot).ok_or(EINVAL)?;
+        if state.generation() != generation {
+            // Released (and maybe reused) since the ACQUIRE.
+            return Err(EINVAL);
+        }
+        if let Some(mm) = writer {
+            let caller = current!();
+            let leader = caller.group_leader();
+            if !state.owner().is_some_and(|owner| *owner.leader == *leader) {
+                return Err(EPERM);
+            }
+            inner.pool.add_writer(slot, Writer(ARef::from(mm)))?;
         }
         Ok(())
     }
 
     /// Releases the slab of `leader`'s thread group, if it has one.
-    fn release_own(&self, inner: &mut Inner, leader: &Task) -> Result {
-        match inner.slots.find_owner(|owner| *owner.leader == *leader) {
-            Some(slot) => self.release_slot(inner, slot),
+    pub(crate) fn release_own(self: &Arc<Self>, leader: &Task) -> Result {
+        let slot = self
+            .inner
+            .lock()
+            .pool
+            .find_owner(|owner| *owner.leader == *leader);
+        match slot {
+            Some(slot) => self.release_slot(slot),
             None => Ok(()),
         }
     }
 
-    /// Ends a metrics period of `elapsed_us` microseconds: posts every metric.
-    pub(crate) fn post_metrics(&self, elapsed_us: u64) -> Result {
-        let mut guard = self.inner.lock();
-        let inner = &mut *guard;
-        self.release_abandoned(inner)?;
-        let owned = inner
-            .slots
-            .iter()
-            .filter(|(_, slot)| slot.owner.is_some())
-            .filter_map(|(index, _)| self.slabs.get(index))
-            .map(|slab| slab as &dyn SlabValues);
-        inner.metrics.post(owned, elapsed_us)
-    }
-
-    /// The value a sysfs file shows.
-    pub(crate) fn sysfs_show(&self, node: SysfsNodeKind, file: SysfsFile) -> Result<KVec<u8>> {
-        let mut inner = self.inner.lock();
-        self.release_abandoned(&mut inner)?;
-        let text = match (node, file) {
-            (SysfsNodeKind::Counter { core, node }, SysfsFile::Total) => {
-                let counter = SYSFS_COUNTERS.get(node).ok_or(EINVAL)?;
-                let released = inner.totals.get(core, node).ok_or(EINVAL)?.total;
-                // Live totals: what owners have counted so far is part of the total.
-                let live = inner
-                    .slots
-                    .iter()
-                    .filter(|(_, slot)| slot.owner.is_some())
-                    .filter_map(|(index, _)| self.slabs.get(index))
-                    .map(|slab| {
-                        let raw = read_nc_counter(slab, core, counter.source.index());
-                        contribution(counter, raw)
-                    })
-                    .fold(0u64, u64::wrapping_add);
-                CString::try_from_fmt(fmt!("{}\n", released.wrapping_add(live)))?
-            }
-            (SysfsNodeKind::Counter { core, node }, SysfsFile::Present) => {
-                let present = inner.totals.get(core, node).ok_or(EINVAL)?.present;
-                CString::try_from_fmt(fmt!("{present}\n"))?
-            }
-            (SysfsNodeKind::Datastore, SysfsFile::Slots) => return self.slot_table(&inner),
-            _ => return Err(EINVAL),
-        };
-        let mut bytes = KVec::new();
-        bytes.extend_from_slice(text.to_bytes(), GFP_KERNEL)?;
-        Ok(bytes)
-    }
-
-    /// The slot table as text: one line per slot, owner pids in the reader's pid namespace.
-    fn slot_table(&self, inner: &Inner) -> Result<KVec<u8>> {
-        let reader = current!();
-        let namespace = reader.active_pid_ns();
-        let mut text = KVec::new();
-        text.extend_from_slice(b"slot pid clear_tick generation\n", GFP_KERNEL)?;
-        for (index, slot) in inner.slots.iter() {
-            let pid = slot
-                .owner
-                .as_ref()
-                .map_or(0, |owner| owner.leader.tgid_nr_ns(namespace));
-            let line = CString::try_from_fmt(fmt!(
-                "{index} {pid} {} {}\n",
-                slot.clear_tick,
-                slot.generation
-            ))?;
-            text.extend_from_slice(line.to_bytes(), GFP_KERNEL)?;
-        }
-        Ok(text)
-    }
-
-    /// A write to a sysfs file: zeroes a counter (its `total` and `present`).
-    pub(crate) fn sysfs_store(&self, node: SysfsNodeKind, file: SysfsFile) -> Result {
-        match (node, file) {
-            (SysfsNodeKind::Counter { core, node }, SysfsFile::Total | SysfsFile::Present) => {
-                self.inner.lock().totals.reset(core, node)
-            }
-            _ => Err(EINVAL),
-        }
-    }
-}
-
-/// A slab this file may map, granted by an ACQUIRE through it.
-#[derive(Clone, Copy)]
-struct Grant {
-    /// The slot's generation at the ACQUIRE; a mapping of a since-reused slab is refused.
-    generation: u64,
-    /// Granted to the owner (pid 0) rather than to a reader.
-    owner: bool,
-}
-
-/// State guarded by [`OpenFile::grants`].
-struct Grants {
-    granted: [Option<Grant>; SLOT_COUNT],
-    /// Slots this file mapped writable, each counted once in the slot table.
-    writable_mapped: [bool; SLOT_COUNT],
-}
-
-/// One open file of a device node.
-#[pin_data]
-pub(crate) struct OpenFile {
-    device: Arc<DeviceState>,
-    /// Leader of the thread group that opened the file.
-    opener: ARef<Task>,
-    #[pin]
-    grants: Mutex<Grants>,
-}
-
-impl OpenFile {
-    /// Copies the ioctl argument in.
-    fn read_arg(arg: usize) -> Result<NeuronDsInfo> {
-        let mut bytes = [0u8; core::mem::size_of::<NeuronDsInfo>()];
-        UserSlice::new(UserPtr::from_addr(arg), bytes.len())
-            .reader()
-            .read_slice(&mut bytes)?;
-        NeuronDsInfo::read_from_bytes(&bytes).map_err(|_| EINVAL)
-    }
-
-    /// `ACQUIRE_NEURON_DS`: pid 0 gets (or creates) the caller's slab, any other pid maps
-    /// that process's slab for reading.
-    fn acquire_ioctl(&self, arg: usize) -> Result<isize> {
-        let mut info = Self::read_arg(arg)?;
-        let caller = current!();
-        let device = &*self.device;
-        let slot = {
-            let mut inner = device.inner.lock();
-            device.release_abandoned(&mut inner)?;
-            let (slot, owner) = match info.pid {
-                0 => (
-                    device.acquire_own(&mut inner, caller.group_leader(), Kuid::current_euid())?,
-                    true,
-                ),
-                pid if pid < 0 => return Err(EINVAL),
-                pid => {
-                    let namespace = caller.active_pid_ns();
-                    let slot = inner
-                        .slots
-                        .find_owner(|owner| owner.leader.tgid_nr_ns(namespace) == pid)
-                        .ok_or(ENOENT)?;
-                    let euid = inner
-                        .slots
-                        .get(slot)
-                        .and_then(|s| s.owner.as_ref())
-                        .map(|owner| owner.euid)
-                        .ok_or(ENOENT)?;
-                    if euid != Kuid::current_euid() && !edge::may_read_other_users() {
-                        return Err(EPERM);
-                    }
-                    (slot, false)
-                }
-            };
-            let generation = inner.slots.get(slot).ok_or(EINVAL)?.generation;
-            let mut grants = self.grants.lock();
-            let grant = grants.granted.get_mut(slot).ok_or(EINVAL)?;
-            *grant = Some(Grant { generation, owner });
-            slot
-        };
-        info.mmap_offset = mmap_offset(device.index, slot);
-        info.size = u32::try_from(SLAB_SIZE)?;
-        UserSlice::new(
-            UserPtr::from_addr(arg),
-            core::mem::size_of::<NeuronDsInfo>(),
-        )
-        .writer()
-        .write_slice(info.as_bytes())?;
-        Ok(0)
-    }
-
-    /// `RELEASE_NEURON_DS`: the owner's slab is aggregated, zeroed and freed; a release of
-    /// someone else's pid is a no-op that succeeds (readers call it when they detach).
-    fn release_ioctl(&self, arg: usize) -> Result<isize> {
-        let info = Self::read_arg(arg)?;
-        let caller = current!();
-        let leader = caller.group_leader();
-        let own_pid = leader.tgid_nr_ns(caller.active_pid_ns());
-        match info.pid {
-            pid if pid < 0 => Err(EINVAL),
-            pid if pid == 0 || pid == own_pid => {
-                let mut inner = self.device.inner.lock();
-                self.device.release_own(&mut inner, leader)?;
-                self.device.release_abandoned(&mut inner)?;
-                Ok(0)
-            }
-            _ => {
-                self.device
-                    .release_abandoned(&mut self.device.inner.lock())?;
-                Ok(0)
-            }
-        }
-    }
-
-    /// Checks a new mapping against this file's grants; returns whether it may be writable.
-    fn authorize_mapping(&self, vma: &VmaNew) -> Result<usize> {
-        if vma.end().wrapping_sub(vma.start()) != SLAB_SIZE {
-            return Err(EINVAL);
-        }
-        let offset = edge::vma_offset(vma).ok_or(EINVAL)?;
-        let (device, slot) = decode_mmap_offset(offset).ok_or(EINVAL)?;
-        if device != self.device.index {
-            return Err(EINVAL);
-        }
-        let mut inner = self.device.inner.lock();
-        let mut grants = self.grants.lock();
-        let grant = grants.granted.get(slot).copied().flatten().ok_or(EINVAL)?;
-        let state = inner.slots.get(slot).ok_or(EINVAL)?;
-        if state.generation != grant.generation {
-            // The slab was released (and maybe reused) since the ACQUIRE.
-            return Err(EINVAL);
-        }
-        let caller = current!();
-        let leader = caller.group_leader();
-        let writable = grant.owner
-            && state
-                .owner
-                .as_ref()
-                .is_some_and(|owner| *owner.leader == *leader);
-        vma.try_clear_mayexec().map_err(|_| EPERM)?;
-        if writable {
-            let mapped = grants.writable_mapped.get_mut(slot).ok_or(EINVAL)?;
-            if !*mapped {
-                inner.slots.add_writable_mapper(slot)?;
-                *mapped = true;
-            }
-        } else {
-            vma.try_clear_maywrite().map_err(|_| EPERM)?;
-        }
-        Ok(slot)
-    }
-}
-
-#[vtable]
-impl MiscDevice for OpenFile {
-    type Ptr = Pin<KBox<Self>>;
-
-    fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
-        let device = DeviceNode::of(misc).state().clone();
-        let opener = ARef::from(current!().group_leader());
-        {
-            let mut inner = device.inner.lock();
-            match inner.openers.iter_mut().find(|(task, _)| **task == *opener) {
-                Some((_, count)) => *count += 1,
-                None => inner.openers.push((opener.clone(), 1), GFP_KERNEL)?,
-            }
-        }
-        KBox::try_pin_init(
-            try_pin_init!(Self {
-                device,
-                opener,
-                grants <- new_mutex!(Grants {
-                    granted: [None; SLOT_COUNT],
-                    writable_mapped: [false; SLOT_COUNT],
-                }),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    fn release(this: Pin<KBox<Self>>, _file: &File) {
-        let device = &*this.device;
-        let mut inner = device.inner.lock();
-        let last_of_group = match inner
-            .openers
-            .iter()
-            .position(|(task, _)| **task == *this.opener)
-        {
-            Some(index) => {
-                let done = inner.openers.get_mut(index).is_some_and(|(_, count)| {
-                    *count -= 1;
-                    *count == 0
-                });
-                if done {
-                    // `index` was just found, so the removal cannot fail.
-                    let _ = inner.openers.remove(index);
-                }
-                done
-            }
-            None => false,
-        };
-        // This file's writable mappings are gone (a mapping holds the file), so they stop
-        // counting before the release below: a slab released here needs no second zeroing.
-        let grants = this.grants.lock();
-        for (slot, mapped) in grants.writable_mapped.iter().enumerate() {
-            if *mapped {
-                inner.slots.remove_writable_mapper(slot);
-            }
-        }
-        drop(grants);
-        let released = if last_of_group {
-            // The group's last file is gone (closed and unmapped, or the process died).
-            device.release_own(&mut inner, &this.opener)
-        } else {
-            Ok(())
-        };
-        if let Err(err) = released.and_then(|()| device.release_abandoned(&mut inner)) {
-            pr_err!("releasing a slab on close failed: {err:?}\n");
-        }
-    }
-
-    fn ioctl(me: Pin<&OpenFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        // The original matches the full command value; the size it encodes is a pointer's,
-        // not the argument's, so the argument's own size is used for the copies.
-        match cmd {
-            NEURON_IOCTL_ACQUIRE_NEURON_DS => me.acquire_ioctl(arg),
-            NEURON_IOCTL_RELEASE_NEURON_DS => me.release_ioctl(arg),
-            _ => Err(ENOTTY),
-        }
-    }
-
-    /// Returns the metric posts from the file position on, whole [`MetricPost`]s only; the
-    /// position is the next sequence number wanted (0: from the oldest kept).
+    /// Releases every slab whose owner's thread group has exited.
     ///
-    /// [`MetricPost`]: crate::abi::metrics::MetricPost
-    fn read_iter(mut kiocb: Kiocb<'_, Self::Ptr>, iov: &mut IovIterDest<'_>) -> Result<usize> {
-        let max = iov.len() / METRIC_POST_SIZE;
-        if max == 0 {
-            return Err(EINVAL);
-        }
-        let device = kiocb.file().device.clone();
-        let from = u64::try_from(*kiocb.ki_pos_mut()).unwrap_or(0);
-        let posts = device.inner.lock().metrics.ring().read(from, max)?;
-        let mut copied = 0;
-        for post in posts.iter() {
-            let bytes = post.as_bytes();
-            if iov.copy_to_iter(bytes) != bytes.len() {
-                return if copied == 0 { Err(EFAULT) } else { Ok(copied) };
+    /// A group's slab is normally released when its last file on the device goes, but a group
+    /// can own a slab through a file it did not open (inherited across `fork`, or passed over a
+    /// socket), whose release waits for the other holders. This is the one place such slabs are
+    /// released; it runs before a new owner takes a slot and once per metrics period.
+    pub(crate) fn reap_exited_owners(self: &Arc<Self>) {
+        let mut exited = [false; SLOT_COUNT];
+        {
+            let inner = self.inner.lock();
+            for (slot, state) in inner.pool.iter() {
+                if let Some(flag) = exited.get_mut(slot) {
+                    *flag = state
+                        .owner()
+                        .is_some_and(|owner| thread_group_exited(&owner.leader));
+                }
             }
-            copied += bytes.len();
-            *kiocb.ki_pos_mut() = i64::try_from(post.seq + 1).unwrap_or(i64::MAX);
         }
-        Ok(copied)
+        for (slot, _) in exited.iter().enumerate().filter(|(_, exited)| **exited) {
+            // A concurrent release of the same slot makes this one fail with EINVAL: fine.
+            let _ = self.release_slot(slot);
+        }
     }
 
-    fn mmap(me: Pin<&OpenFile>, _file: &File, vma: &VmaNew) -> Result {
-        let slot = me.authorize_mapping(vma)?;
-        vma.set_dontcopy();
-        vma.set_dontexpand();
-        vma.set_dontdump();
-        let mixed = vma.set_mixedmap();
-        for (index, page) in me.device.slab(slot)?.pages().iter().enumerate() {
-            mixed.vm_insert_page(vma.start() + index * PAGE_SIZE, page)?;
+    /// Releases owned slot `slot`: see the module documentation.
+    fn release_slot(self: &Arc<Self>, slot: usize) -> Result {
+        let (writers, devt) = {
+            let mut inner = self.inner.lock();
+            let (generation, writers) = inner.pool.begin_release(slot)?;
+            self.publish_generation(slot, generation)?;
+            (writers, inner.devt)
+        };
+        let (start, end) = (
+            mmap_offset(self.config.index, slot, Access::Owner),
+            mmap_offset(self.config.index, slot, Access::Owner)
+                .saturating_add(u64::try_from(SLAB_SIZE)?),
+        );
+        for Writer(mm) in writers.iter() {
+            if let Some(mm) = mm.mmget_not_zero() {
+                revoke_device_range(&mm, devt, start, end);
+            }
         }
+        drop(writers);
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            inner.snapshot.take(&LiveSlab(self.slab(slot)?));
+            inner.totals.add_release(slot, &inner.snapshot);
+            inner.metrics.on_release(&inner.snapshot);
+            inner
+                .pool
+                .finish_release(slot, CLEAR_TICK.fetch_add(1, Relaxed))?;
+        }
+        // Already queued is fine: the queued run zeroes every dirty slab.
+        let _ = workqueue::system().enqueue(self.clone());
         Ok(())
     }
-}
 
-/// One registered device with its metrics worker and sysfs tree.
-#[pin_data]
-pub(crate) struct NeuronDevice {
-    /// Declared first so that the worker stops before anything else goes away.
-    metrics: Option<MetricsHandle>,
-    /// Removed before the node is deregistered.
-    sysfs: Option<SysfsTree>,
-    #[pin]
-    node: DeviceNode,
-}
-
-impl NeuronDevice {
-    /// Creates device `index` (`/dev/<base_name><index>`) with `core_count` NeuronCores, posting
-    /// metrics every `metrics_period_ms` (never if 0).
-    pub(crate) fn new(
-        base_name: &CStr,
-        index: usize,
-        core_count: usize,
-        metrics_period_ms: u32,
-    ) -> Result<Pin<KBox<Self>>> {
-        let state = DeviceState::new(index, core_count)?;
-        let name = CString::try_from_fmt(fmt!("{}{index}", base_name.to_str()?))?;
-        let node_state = state.clone();
-        let mut device = KBox::pin_init(
-            try_pin_init!(Self {
-                metrics: None,
-                sysfs: None,
-                node <- DeviceNode::new(name, node_state),
-            }),
-            GFP_KERNEL,
-        )?;
-        let tree = SysfsTree::build(&device.node, state.clone(), core_count)?;
-        *device.as_mut().project().sysfs = Some(tree);
-        if metrics_period_ms > 0 {
-            *device.as_mut().project().metrics =
-                Some(MetricsHandle::start(state, metrics_period_ms)?);
+    /// Zeroes slot `slot`, claimed with `begin_scrub` (its generation is `generation`), and
+    /// frees it.
+    fn scrub(&self, slot: usize, generation: u64) {
+        if let Ok(slab) = self.slab(slot) {
+            // A reader that sees any zeroed word must also see that the generation moved on,
+            // which the release wrote; it is written again around the zeroing, which covers the
+            // generation's page too.
+            let _ = slab.store(SLAB_GENERATION_OFFSET, generation);
+            smp_mb(WriteBarrier);
+            let _ = slab.zero_all();
+            let _ = slab.store(SLAB_GENERATION_OFFSET, generation);
         }
-        Ok(device)
+        let mut inner = self.inner.lock();
+        if inner.pool.finish_scrub(slot).is_ok() {
+            self.slot_zeroed.notify_all();
+        }
+    }
+
+    /// Zeroes the dirty slot released longest ago; `false` if there is none.
+    fn scrub_oldest_dirty(&self) -> bool {
+        let claimed = {
+            let mut inner = self.inner.lock();
+            inner
+                .pool
+                .oldest_dirty()
+                .and_then(|slot| Some((slot, inner.pool.begin_scrub(slot).ok()?)))
+        };
+        match claimed {
+            Some((slot, generation)) => {
+                self.scrub(slot, generation);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends a metrics period of `elapsed_us` microseconds: reaps dead owners and posts every
+    /// metric.
+    pub(crate) fn post_metrics(self: &Arc<Self>, elapsed_us: u64) -> Result {
+        self.reap_exited_owners();
+        let mut guard = self.inner.lock();
+        let Inner { pool, metrics, .. } = &mut *guard;
+        let live = pool
+            .live()
+            .filter_map(|slot| self.slabs.get(slot))
+            .map(|slab| LiveSlab(slab));
+        metrics.post(live, elapsed_us)
+    }
+
+    /// Up to `max` metric posts from sequence number `from` on.
+    pub(crate) fn read_posts(
+        &self,
+        from: u64,
+        max: usize,
+    ) -> Result<KVec<crate::abi::metrics::MetricPost>> {
+        self.inner.lock().metrics.ring().read(from, max)
+    }
+
+    /// Sysfs counter `node` of `core`: everything released plus every live slab's part.
+    pub(crate) fn counter(&self, core: usize, node: usize) -> Result<Shown> {
+        let inner = self.inner.lock();
+        let live: KVec<(usize, LiveSlab<'_>)> = self.live_slabs(&inner)?;
+        let shown = inner.totals.shown(
+            core,
+            node,
+            live.iter()
+                .map(|(slot, slab)| (*slot, slab as &dyn SlabValues)),
+        );
+        shown.ok_or(EINVAL)
+    }
+
+    /// Resets sysfs counter `node` of `core` (a write to its file).
+    pub(crate) fn reset_counter(&self, core: usize, node: usize) -> Result {
+        let mut guard = self.inner.lock();
+        let live = self.live_slabs(&guard)?;
+        guard.totals.reset(
+            core,
+            node,
+            live.iter()
+                .map(|(slot, slab)| (*slot, slab as &dyn SlabValues)),
+        )
+    }
+
+    fn live_slabs(&self, inner: &Inner) -> Result<KVec<(usize, LiveSlab<'_>)>> {
+        let mut live = KVec::with_capacity(SLOT_COUNT, GFP_KERNEL)?;
+        for slot in inner.pool.live() {
+            live.push((slot, LiveSlab(self.slab(slot)?)), GFP_KERNEL)?;
+        }
+        Ok(live)
+    }
+
+    /// Writes the slot table: one line per slot, owner pids in the reader's pid namespace.
+    pub(crate) fn write_slot_table(&self, text: &mut SysfsText<'_>) -> Result {
+        let reader = current!();
+        let namespace = reader.active_pid_ns();
+        let inner = self.inner.lock();
+        writeln!(text, "slot pid clear_tick generation").map_err(|_| EFBIG)?;
+        for (index, slot) in inner.pool.iter() {
+            let pid = slot
+                .owner()
+                .map_or(0, |owner| owner.leader.tgid_nr_ns(namespace));
+            writeln!(
+                text,
+                "{index} {pid} {} {}",
+                slot.clear_tick(),
+                slot.generation()
+            )
+            .map_err(|_| EFBIG)?;
+        }
+        Ok(())
     }
 }
 
@@ -630,10 +582,12 @@ impl NeuronDevice {
 mod tests {
     use super::*;
     use crate::abi::{
+        counters::NcCounter,
         layout::nc_counter_offset,
         sysfs::{
             sysfs_counter,
-            SysfsGroup, //
+            SysfsGroup,
+            SYSFS_COUNTERS, //
         },
     };
 
@@ -645,86 +599,112 @@ mod tests {
             .ok_or(EINVAL)
     }
 
-    fn shown(device: &DeviceState, core: usize, node: usize, file: SysfsFile) -> Result<KVec<u8>> {
-        device.sysfs_show(SysfsNodeKind::Counter { core, node }, file)
+    fn device(core_count: usize) -> Result<Arc<DeviceState>> {
+        DeviceState::new(DeviceConfig {
+            index: 0,
+            core_count,
+            time_unit_ps: 1,
+            strict_reader_mappings: false,
+        })
+    }
+
+    /// Cancels the zeroing work a test's releases queued, before the test's device goes away.
+    fn finish(device: &Arc<DeviceState>) {
+        crate::shim::workqueue::cancel_work_sync(device);
+    }
+
+    fn nc(core: usize, counter: NcCounter) -> Result<usize> {
+        nc_counter_offset(core, counter.index()).map_err(|_| EINVAL)
     }
 
     #[test]
-    fn ioctl_numbers_match_the_original_abi() {
-        assert_eq!(NEURON_IOCTL_ACQUIRE_NEURON_DS, 0x8008_4E47);
-        assert_eq!(NEURON_IOCTL_RELEASE_NEURON_DS, 0x8008_4E48);
+    fn mmap_offsets_name_device_slot_and_access() {
+        for (device, slot, access) in [(0, 0, Access::Read), (3, 15, Access::Owner)] {
+            let offset = mmap_offset(device, slot, access);
+            assert_eq!(decode_mmap_offset(offset), Some((device, slot, access)));
+        }
+        assert_ne!(
+            mmap_offset(1, 2, Access::Read),
+            mmap_offset(1, 2, Access::Owner)
+        );
+        assert_eq!(
+            decode_mmap_offset(mmap_offset(1, 2, Access::Read) + 4096),
+            None
+        );
     }
 
     #[test]
-    fn mmap_offsets_name_device_and_slot() {
-        assert_eq!(decode_mmap_offset(mmap_offset(0, 0)), Some((0, 0)));
-        assert_eq!(decode_mmap_offset(mmap_offset(3, 15)), Some((3, 15)));
-        assert_eq!(decode_mmap_offset(mmap_offset(1, 2) + 4096), None);
-    }
-
-    #[test]
-    fn owner_release_aggregates_then_zeroes_and_bumps_the_generation() -> Result {
-        let device = DeviceState::new(0, 2)?;
+    fn a_release_aggregates_once_then_the_slab_is_zeroed_and_reused() -> Result {
+        let device = device(2)?;
         let task = current!();
         let leader = task.group_leader();
-        let mut inner = device.inner.lock();
-        let slot = device.acquire_own(&mut inner, leader, Kuid::current_euid())?;
-        assert_eq!(
-            device.acquire_own(&mut inner, leader, Kuid::current_euid())?,
-            slot
-        );
-        let slab = device.slab(slot)?;
-        let owned_generation = slab.load(SLAB_GENERATION_OFFSET);
-        assert_eq!(owned_generation % 2, 1);
+        let acquired = device.acquire_own(leader, Kuid::current_euid())?;
+        assert_eq!(device.acquire_own(leader, Kuid::current_euid())?, acquired);
+        assert_eq!(acquired.generation % 2, 1);
+        let slab = device.slab(acquired.slot)?;
         // Core 1: 3 successes and 10 MACs.
-        slab.store(nc_counter_offset(1, 1).map_err(|_| EINVAL)?, 3);
-        slab.store(nc_counter_offset(1, 29).map_err(|_| EINVAL)?, 10);
-        device.release_own(&mut inner, leader)?;
-        assert_eq!(inner.slots.get(slot).ok_or(EINVAL)?.owner.is_some(), false);
-        assert_eq!(slab.load(nc_counter_offset(1, 1).map_err(|_| EINVAL)?), 0);
-        assert_eq!(slab.load(SLAB_GENERATION_OFFSET), owned_generation + 1);
+        slab.store(nc(1, NcCounter::InferCompleted)?, 3)
+            .ok_or(EINVAL)?;
+        slab.store(nc(1, NcCounter::MacCount)?, 10).ok_or(EINVAL)?;
+        device.release_own(leader)?;
+        assert_eq!(
+            slab.load(SLAB_GENERATION_OFFSET),
+            Some(acquired.generation + 1)
+        );
         let success = node_of(SysfsGroup::Status, "success")?;
         let flops = node_of(SysfsGroup::OtherInfo, "flop_count")?;
-        assert_eq!(inner.totals.get(1, success).ok_or(EINVAL)?.total, 3);
-        assert_eq!(inner.totals.get(1, flops).ok_or(EINVAL)?.total, 20);
+        assert_eq!(
+            device.counter(1, success)?,
+            Shown {
+                total: 3,
+                present: 3
+            }
+        );
+        assert_eq!(device.counter(1, flops)?.total, 20);
         // A release without a slab is a no-op.
-        device.release_own(&mut inner, leader)?;
-        assert_eq!(inner.totals.get(1, success).ok_or(EINVAL)?.total, 3);
+        device.release_own(leader)?;
+        assert_eq!(device.counter(1, success)?.total, 3);
+        // Zero every released slab now (the work item may or may not have run).
+        while device.scrub_oldest_dirty() {}
+        assert_eq!(slab.load(nc(1, NcCounter::InferCompleted)?), Some(0));
+        assert_eq!(
+            slab.load(SLAB_GENERATION_OFFSET),
+            Some(acquired.generation + 1)
+        );
+        finish(&device);
         Ok(())
     }
 
     #[test]
-    fn sysfs_total_is_live_and_present_is_the_last_release() -> Result {
-        let device = DeviceState::new(0, 1)?;
+    fn total_is_live_reset_reads_zero_and_the_release_adds_only_what_followed() -> Result {
+        let device = device(1)?;
         let task = current!();
         let leader = task.group_leader();
         let success = node_of(SysfsGroup::Status, "success")?;
-        let offset = nc_counter_offset(0, 1).map_err(|_| EINVAL)?;
-        let slot = {
-            let mut inner = device.inner.lock();
-            device.acquire_own(&mut inner, leader, Kuid::current_euid())?
-        };
-        device.slab(slot)?.store(offset, 4);
-        assert_eq!(&shown(&device, 0, success, SysfsFile::Total)?[..], b"4\n");
-        assert_eq!(&shown(&device, 0, success, SysfsFile::Present)?[..], b"0\n");
-        {
-            let mut inner = device.inner.lock();
-            device.release_own(&mut inner, leader)?;
-        }
-        assert_eq!(&shown(&device, 0, success, SysfsFile::Total)?[..], b"4\n");
-        assert_eq!(&shown(&device, 0, success, SysfsFile::Present)?[..], b"4\n");
-        device.sysfs_store(
-            SysfsNodeKind::Counter {
-                core: 0,
-                node: success,
-            },
-            SysfsFile::Total,
-        )?;
-        assert_eq!(&shown(&device, 0, success, SysfsFile::Total)?[..], b"0\n");
+        let offset = nc(0, NcCounter::InferCompleted)?;
+        let acquired = device.acquire_own(leader, Kuid::current_euid())?;
+        let slab = device.slab(acquired.slot)?;
+        slab.store(offset, 4).ok_or(EINVAL)?;
         assert_eq!(
-            device.sysfs_store(SysfsNodeKind::Datastore, SysfsFile::Slots),
-            Err(EINVAL)
+            device.counter(0, success)?,
+            Shown {
+                total: 4,
+                present: 0
+            }
         );
+        device.reset_counter(0, success)?;
+        assert_eq!(device.counter(0, success)?, Shown::default());
+        slab.store(offset, 6).ok_or(EINVAL)?;
+        assert_eq!(device.counter(0, success)?.total, 2);
+        device.release_own(leader)?;
+        assert_eq!(
+            device.counter(0, success)?,
+            Shown {
+                total: 2,
+                present: 2
+            }
+        );
+        finish(&device);
         Ok(())
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::{
     device::DeviceState,
-    edge, //
+    shim::workqueue::cancel_delayed_work_sync, //
 };
 use kernel::{
     new_mutex,
@@ -41,7 +41,7 @@ pub(crate) struct MetricsWorker {
     #[pin]
     last_post: Mutex<Instant<Monotonic>>,
     #[pin]
-    pub(crate) work: DelayedWork<MetricsWorker>,
+    work: DelayedWork<MetricsWorker>,
 }
 
 impl_has_delayed_work! {
@@ -98,6 +98,6 @@ impl MetricsHandle {
 impl Drop for MetricsHandle {
     fn drop(&mut self) {
         self.worker.stopping.store(true, Relaxed);
-        edge::cancel_metrics_worker(&self.worker);
+        cancel_delayed_work_sync(&self.worker);
     }
 }

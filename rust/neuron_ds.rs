@@ -25,28 +25,43 @@
 //! close(fd);
 //!
 //! /* A monitor: pid != 0 maps that process's slab read-only (ENOENT if it has none, EPERM
-//!  * for another user's process without CAP_SYS_ADMIN or CAP_PERFMON). */
+//!  * for another user's process without CAP_PERFMON or CAP_SYS_ADMIN). */
 //! ```
-//!
-//! Parameters: `devices`, `cores_per_device`, `metrics_period_ms`, and `node_name` (the
-//! node base name, default `neuron`, so that the module can coexist with the real driver).
 //!
 //! The 24-byte argument, the wire format inside the slab and the sysfs names come from the
 //! `abi` module, which is the userspace crate `nds-abi` compiled into the kernel.
+//!
+//! # Layers
+//!
+//! * `shim`: generic safe abstractions over kernel APIs 7.3's `kernel` crate lacks; all the
+//!   module's `unsafe` code is there.
+//! * `state`: pure state machines with KUnit suites (slot pool, totals, metrics, posts).
+//! * Top: the device and its release pipeline (`device`), the files (`file`), the sysfs tree
+//!   (`sysfs_tree`), the metrics worker, and the wiring (`neuron_device`, this file).
+//!
+//! Every module imports only from the layers below it.
 
 use kernel::prelude::*;
 
 pub mod abi;
+#[deny(unsafe_code)]
 mod device;
-mod edge;
-mod metrics;
+#[deny(unsafe_code)]
+mod file;
+#[deny(unsafe_code)]
 mod metrics_worker;
-mod post_ring;
-mod reader;
-mod slots;
-mod sysfs;
-mod totals;
-mod version_history;
+#[deny(unsafe_code)]
+mod neuron_device;
+mod shim;
+#[deny(unsafe_code)]
+mod state;
+#[deny(unsafe_code)]
+mod sysfs_tree;
+
+use shim::{
+    class::Class,
+    param::module_param, //
+};
 
 module! {
     type: NeuronDsModule,
@@ -67,23 +82,48 @@ module! {
             default: 150000,
             description: "Metrics posting period in milliseconds (0: no metrics worker)",
         },
+        strict_reader_mappings: bool {
+            default: false,
+            description: "Refuse a reader's PROT_WRITE mmap with EPERM (default: map it read-only)",
+        },
     },
 }
 
-/// Upper bound of both parameters.
+module_param!(
+    NODE_NAME: charp,
+    "node_name",
+    "Base name of the device nodes and sysfs devices: /dev/<name>0... (default neuron)",
+    0o444
+);
+module_param!(
+    CLASS_NAME: charp,
+    "class_name",
+    "Device class of the sysfs devices: /sys/class/<class>/ (default neuron_device)",
+    0o444
+);
+module_param!(
+    TIME_IN_USE_UNIT_PS: uint = 1,
+    "time_in_use_unit_ps",
+    "Picoseconds per unit of NC_COUNTER_TIME_IN_USE (1: picoseconds, the original driver's formula; 1000000: microseconds, its sysfs guide)",
+    0o444
+);
+
+/// Upper bound of `devices` and `cores_per_device`.
 const MAX_PARAMETER: u32 = 16;
 
-/// A device node base name is short and made of characters that need no quoting anywhere.
-fn is_valid_node_name(name: &[u8]) -> bool {
+/// A node or class name is short and made of characters that need no quoting anywhere.
+fn is_valid_name(name: &[u8]) -> bool {
     (1..=32).contains(&name.len())
         && name
             .iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
 }
 
-/// The loaded module: owns every device.
+/// The loaded module: owns the class and every device.
 struct NeuronDsModule {
-    _devices: KVec<Pin<KBox<device::NeuronDevice>>>,
+    /// Declared first: the devices go before their class.
+    _devices: KVec<Pin<KBox<neuron_device::NeuronDevice>>>,
+    _class: kernel::sync::Arc<Class>,
 }
 
 impl kernel::Module for NeuronDsModule {
@@ -96,22 +136,53 @@ impl kernel::Module for NeuronDsModule {
             pr_err!("devices and cores_per_device must be between 1 and {MAX_PARAMETER}\n");
             return Err(EINVAL);
         }
-        let core_count = usize::try_from(core_count)?;
-        let node_name = edge::node_name_parameter().unwrap_or(c"neuron");
-        if !is_valid_node_name(node_name.to_bytes()) {
-            pr_err!("node_name must be 1 to 32 characters of [a-z0-9_-]\n");
+        let time_unit_ps = TIME_IN_USE_UNIT_PS.get();
+        if time_unit_ps == 0 {
+            pr_err!("time_in_use_unit_ps must be at least 1\n");
             return Err(EINVAL);
         }
+        let node_name = NODE_NAME.get().unwrap_or(c"neuron");
+        let class_name = CLASS_NAME.get().unwrap_or(c"neuron_device");
+        if !is_valid_name(node_name.to_bytes()) || !is_valid_name(class_name.to_bytes()) {
+            pr_err!("node_name and class_name must be 1 to 32 characters of [a-z0-9_-]\n");
+            return Err(EINVAL);
+        }
+        let class = Class::new(kernel::str::CString::try_from_fmt(fmt!(
+            "{}",
+            class_name.to_str()?
+        ))?)
+        .inspect_err(|err| {
+            if *err == EEXIST {
+                pr_err!(
+                    "class {} exists (the Neuron driver?); load with class_name= and node_name=\n",
+                    class_name.to_str().unwrap_or("?")
+                );
+            }
+        })?;
         let mut devices = KVec::new();
         for index in 0..usize::try_from(device_count)? {
-            let device = device::NeuronDevice::new(
-                node_name,
+            let config = device::DeviceConfig {
                 index,
-                core_count,
+                core_count: usize::try_from(core_count)?,
+                time_unit_ps,
+                strict_reader_mappings: module_parameters::strict_reader_mappings.value(),
+            };
+            let device = neuron_device::NeuronDevice::new(
+                class.clone(),
+                node_name,
+                config,
                 module_parameters::metrics_period_ms.value(),
             )?;
             devices.push(device, GFP_KERNEL)?;
         }
-        Ok(Self { _devices: devices })
+        pr_info!(
+            "{device_count} devices /dev/{}N in class {}\n",
+            node_name.to_str().unwrap_or("?"),
+            class.name().to_str().unwrap_or("?")
+        );
+        Ok(Self {
+            _devices: devices,
+            _class: class,
+        })
     }
 }

@@ -110,7 +110,8 @@ declared_parameters() {
     {
         sed -n '/^module! {/,/^}/p' rust/neuron_ds.rs |
             sed -n '/^    params: {/,/^    },/p' | sed -n 's/^        \([a-z_][a-z0-9_]*\): .* {$/\1/p'
-        grep -ho 'parmtype=[a-z_][a-z0-9_]*:' rust/*.rs | sed 's/^parmtype=\(.*\):$/\1/'
+        # module_param!(VALUE: kind, "name", ...) in the crate root.
+        awk '/^module_param!\($/ { getline; getline; gsub(/[ ",]/, ""); print }' rust/neuron_ds.rs
     } | sort -u
 }
 

@@ -82,6 +82,7 @@ for crate in tests/guest tests/bench-guest; do
     lint "$crate clippy" bash -c "cd $crate && cargo clippy --all-targets --target $GUEST_TARGET -- -D warnings"
 done
 lint "module rustfmt" make -s rustfmtcheck VARIANT="$variant"
+lint "module layers (imports go down, unsafe only in rust/shim)" python3 tests/module-layers.py rust
 
 step "module build with clippy ($variant)"
 # Always recompile, with clippy, so that its warnings count as build warnings below.
@@ -110,6 +111,11 @@ step "guest tests build"
 work="$results/guest-work"
 if ! bash tests/guest/build.sh "$work" 2>&1 | tail -n 20; then
     count 0 1 "guest tests build"
+    finish
+fi
+# A second copy of the module under another name, for the coexistence test.
+if ! bash tests/twin-module.sh "$variant" "$work/neuron_ds_twin.ko"; then
+    count 0 1 "twin module build"
     finish
 fi
 

@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | open + ACQUIRE + mmap + touch 64 pages + munmap + RELEASE + close | open + 2 null ioctls on the same device + mmap(MAP_POPULATE) of a 256 KiB memfd + touch 64 pages + munmap + close |
 //! | RELEASE (aggregation, zeroing) with 16 live slabs | the same with 1 live slab |
+//! | RELEASE while another process reads every sysfs counter file in a loop | RELEASE alone |
 //! | open + read + close of a sysfs total, 1 and 16 live slabs | the same for the misc device's `dev` attribute |
 //!
 //! A "null ioctl" is a command the driver does not know: it goes through the whole ioctl path
@@ -31,8 +32,10 @@ use nds_bench::report::GuestBench;
 
 /// The device under test.
 const DEVICE: &str = "/dev/neuron0";
-/// Its sysfs directory.
-const SYSFS_DEVICE: &str = "/sys/class/misc/neuron0";
+/// Its sysfs directory, where the original driver has it.
+const SYSFS_DEVICE: &str = "/sys/class/neuron_device/neuron0";
+/// The `dev` attribute of its misc device, a sysfs read with nothing behind it.
+const MISC_DEV: &str = "/sys/class/misc/neuron0/dev";
 /// `_IO('N', 0)`: a command the driver does not implement.
 const NULL_IOCTL: u32 = 0x4E00;
 /// Guest page size.
@@ -214,11 +217,6 @@ fn alternate(sides: &mut [Side<'_>]) -> Result<()> {
 
 /// One attach cycle of a producer, as the client library does it: open the node, ACQUIRE,
 /// map, touch every page, unmap, RELEASE, close.
-///
-/// The node is opened per cycle because the driver counts a writable mapping against its file
-/// until the file is closed (it cannot see the munmap): a slab mapped through a file is not
-/// handed out again while that file is open, so cycles on one long-lived file run out of slabs
-/// after 16.
 fn attach_cycle(phases: &mut Phases) -> Result<()> {
     let mut clock = Instant::now();
     let device = Device::open()?;
@@ -324,6 +322,62 @@ fn read_file(path: &str) -> Result<()> {
     Ok(())
 }
 
+/// A process that reads every sysfs counter file of the device, over and over, until dropped.
+struct SysfsReadLoop(libc::pid_t);
+
+impl SysfsReadLoop {
+    fn start(paths: &[String]) -> Result<Self> {
+        // SAFETY: this process is single-threaded; the child only makes system calls until it
+        // is killed.
+        let pid = check(unsafe { libc::fork() }, "fork")?;
+        if pid == 0 {
+            loop {
+                for path in paths {
+                    let _ = read_file(path);
+                }
+            }
+        }
+        Ok(Self(pid))
+    }
+}
+
+impl Drop for SysfsReadLoop {
+    fn drop(&mut self) {
+        let mut status = 0;
+        // SAFETY: killing and reaping our own child.
+        unsafe {
+            libc::kill(self.0, libc::SIGKILL);
+            libc::waitpid(self.0, &mut status, 0);
+        }
+    }
+}
+
+/// Every counter file of the device: `total` and `present` of every node of every core.
+fn sysfs_counter_files() -> Result<Vec<String>> {
+    let mut files = Vec::new();
+    for entry in context(std::fs::read_dir(SYSFS_DEVICE), SYSFS_DEVICE)? {
+        let core_dir = context(entry, SYSFS_DEVICE)?.path();
+        let is_core = core_dir
+            .file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| name.starts_with("neuron_core"));
+        if !is_core {
+            continue;
+        }
+        for counter in nds_abi::sysfs::SYSFS_COUNTERS {
+            for file in ["total", "present"] {
+                files.push(format!(
+                    "{}/stats/{}/{}/{file}",
+                    core_dir.display(),
+                    counter.group.dir_name(),
+                    counter.name
+                ));
+            }
+        }
+    }
+    Ok(files)
+}
+
 /// Processes that each own a slab of the device until dropped.
 struct Holders(Vec<(libc::pid_t, File)>);
 
@@ -412,12 +466,17 @@ fn run() -> Result<()> {
     // The 15 other owners of the 16-live samples are forked before each of those samples and
     // gone before the next 1-live one.
     let others = NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE - 1;
+    let counter_files = sysfs_counter_files()?;
     alternate(&mut [
         (GuestBench::ReleaseOneLive, &mut || {
             batch(|| timed_release(&device))
         }),
         (GuestBench::ReleaseSixteenLive, &mut || {
             let _holders = Holders::spawn(others)?;
+            batch(|| timed_release(&device))
+        }),
+        (GuestBench::ReleaseUnderSysfsReads, &mut || {
+            let _reader = SysfsReadLoop::start(&counter_files)?;
             batch(|| timed_release(&device))
         }),
     ])?;
@@ -427,7 +486,7 @@ fn run() -> Result<()> {
         .ok_or_else(|| io::Error::other("no sysfs counter named success"))?
         .name;
     let total = format!("{SYSFS_DEVICE}/neuron_core0/stats/{status}/{success}/total");
-    let dev = format!("{SYSFS_DEVICE}/dev");
+    let dev = MISC_DEV;
     // This process owns a slab throughout, so the total always has live slabs to add.
     device.acquire()?;
     alternate(&mut [
@@ -439,7 +498,7 @@ fn run() -> Result<()> {
             batch(whole(|| read_file(&total)))
         }),
         (GuestBench::SysfsDev, &mut || {
-            batch(whole(|| read_file(&dev)))
+            batch(whole(|| read_file(dev)))
         }),
     ])?;
     device.release()?;

@@ -29,6 +29,27 @@ pub const GENERATION_OFFSET: usize = SLAB_SIZE - 4096;
 /// Slabs per device.
 pub const SLOTS: usize = 16;
 
+/// The `mmap_offset` of slot `slot` of device `device`: each slot has a reader's window and,
+/// right after it, the owner's (writable) window.
+pub fn slab_offset(device: usize, slot: usize, owner: bool) -> u64 {
+    (((device * SLOTS + slot) * 2 + usize::from(owner)) * SLAB_SIZE) as u64
+}
+
+/// The device an `mmap_offset` names.
+pub fn offset_device(offset: u64) -> usize {
+    (offset / SLAB_SIZE as u64) as usize / 2 / SLOTS
+}
+
+/// The slot an `mmap_offset` names.
+pub fn offset_slot(offset: u64) -> usize {
+    (offset / SLAB_SIZE as u64) as usize / 2 % SLOTS
+}
+
+/// Whether an `mmap_offset` is the owner's window of its slot.
+pub fn offset_is_owner(offset: u64) -> bool {
+    (offset / SLAB_SIZE as u64) % 2 == 1
+}
+
 /// The 24-byte ioctl argument.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -176,6 +197,28 @@ impl Mapping {
         unsafe { AtomicU32::from_ptr(self.addr().add(offset).cast()) }
     }
 
+    /// How many of the mapping's pages are mapped in the page tables now (`mincore`), without
+    /// touching them: a revoked mapping has none, and any access to it faults.
+    pub fn resident_pages(&self) -> usize {
+        let mut vec = vec![0u8; self.len.div_ceil(4096)];
+        // SAFETY: the range is exactly this mapping and `vec` has one byte per page.
+        let ret = unsafe { libc::mincore(self.addr().cast(), self.len, vec.as_mut_ptr()) };
+        assert_eq!(ret, 0, "mincore: {}", io::Error::last_os_error());
+        vec.iter().filter(|byte| **byte & 1 != 0).count()
+    }
+
+    /// The mapping's permissions as `/proc/self/maps` shows them, e.g. `rw-s`.
+    pub fn permissions(&self) -> String {
+        let start = format!("{:x}-", self.addr() as usize);
+        fs::read_to_string("/proc/self/maps")
+            .unwrap()
+            .lines()
+            .find(|line| line.starts_with(&start))
+            .and_then(|line| line.split_whitespace().nth(1))
+            .unwrap_or("")
+            .to_owned()
+    }
+
     /// `mprotect` of the whole mapping.
     pub fn protect(&self, prot: i32) -> io::Result<()> {
         // SAFETY: the range is exactly this mapping.
@@ -205,7 +248,7 @@ pub fn nc_offset(core: usize, index: usize) -> usize {
 
 /// The sysfs directory of device `device`.
 pub fn sysfs_device(device: usize) -> String {
-    format!("/sys/class/misc/neuron{device}")
+    format!("/sys/class/neuron_device/neuron{device}")
 }
 
 /// The node of device `device`.
@@ -278,7 +321,7 @@ pub fn helper_path(name: &str) -> String {
 pub struct Producer {
     child: Child,
     stdin: Option<ChildStdin>,
-    _stdout: BufReader<ChildStdout>,
+    stdout: BufReader<ChildStdout>,
     /// Its pid.
     pub pid: i32,
     /// The mmap offset ACQUIRE returned to it.
@@ -312,7 +355,7 @@ impl Producer {
             offset: fields[1].parse().unwrap(),
             stdin: child.stdin.take(),
             child,
-            _stdout: stdout,
+            stdout,
         })
     }
 
@@ -324,6 +367,30 @@ impl Producer {
     /// Tells it to exit without RELEASE (the close at exit releases); waits for it.
     pub fn exit(mut self) {
         self.send("exit");
+    }
+
+    /// Tells it to RELEASE while keeping its mapping and its file; returns how many pages of
+    /// the mapping were still mapped afterwards.
+    pub fn release_keeping_mapping(&mut self) -> usize {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "release-keep").unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.strip_prefix("released ")
+            .and_then(|pages| pages.trim().parse().ok())
+            .unwrap_or_else(|| panic!("producer answered {line:?}"))
+    }
+
+    /// Tells it to write through its mapping; returns how it ended, if the write killed it,
+    /// or `None` if the write went through (it then exits without RELEASE).
+    pub fn write_through_mapping(mut self) -> Option<std::process::ExitStatus> {
+        let mut stdin = self.stdin.take().unwrap();
+        writeln!(stdin, "write").unwrap();
+        let mut line = String::new();
+        let _ = self.stdout.read_line(&mut line);
+        drop(stdin);
+        let status = self.child.wait().unwrap();
+        (line.trim() != "wrote").then_some(status)
     }
 
     /// Kills it with SIGKILL; waits for it.

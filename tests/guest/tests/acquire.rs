@@ -13,11 +13,12 @@ fn own_acquire_returns_the_slab_size_and_a_slot_offset() {
     let info = acquire(&file, 0).unwrap();
     assert_eq!(info.size as usize, SLAB_SIZE);
     assert_eq!(info.mmap_offset % SLAB_SIZE as u64, 0);
+    assert_eq!(offset_device(info.mmap_offset), 0);
     assert!(
-        info.mmap_offset < (SLOTS * SLAB_SIZE) as u64,
-        "device 0 offsets name its 16 slots"
+        offset_is_owner(info.mmap_offset),
+        "the owner is given its writable window"
     );
-    let row = slots()[(info.mmap_offset / SLAB_SIZE as u64) as usize];
+    let row = slots()[offset_slot(info.mmap_offset)];
     assert_eq!(row.pid, own_pid());
     assert_eq!(row.generation % 2, 1, "owned slots have an odd generation");
 }
@@ -101,20 +102,19 @@ fn released_slabs_are_reused_oldest_release_first() {
     let mut producers: Vec<Option<Producer>> = (0..SLOTS)
         .map(|_| Some(Producer::start(DEVICE, &[]).unwrap()))
         .collect();
-    let slot_of = |offset: u64| (offset / SLAB_SIZE as u64) as usize;
     // Release three owners in a scrambled order; the next owners must get their slots back
     // in the same order (smallest clear tick first).
     let order = [11usize, 2, 7];
     let mut released = Vec::new();
     for &i in &order {
         let producer = producers[i].take().unwrap();
-        released.push(slot_of(producer.offset));
+        released.push(offset_slot(producer.offset));
         producer.release_and_exit();
     }
     let next: Vec<Producer> = (0..order.len())
         .map(|_| Producer::start(DEVICE, &[]).unwrap())
         .collect();
-    let got: Vec<usize> = next.iter().map(|p| slot_of(p.offset)).collect();
+    let got: Vec<usize> = next.iter().map(|p| offset_slot(p.offset)).collect();
     assert_eq!(got, released);
     next.into_iter().for_each(Producer::exit);
     producers.into_iter().flatten().for_each(Producer::exit);
@@ -126,7 +126,7 @@ fn a_readers_release_of_another_pid_is_a_successful_no_op() {
     let file = open_device(DEVICE).unwrap();
     acquire(&file, producer.pid).unwrap();
     assert_eq!(release(&file, producer.pid).unwrap(), 0);
-    let row = slots()[(producer.offset / SLAB_SIZE as u64) as usize];
+    let row = slots()[offset_slot(producer.offset)];
     assert_eq!(row.pid, producer.pid, "the owner still has its slab");
     producer.exit();
 }

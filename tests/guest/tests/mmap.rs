@@ -31,12 +31,13 @@ fn wrong_lengths_and_offsets_are_einval() {
             "len {len}"
         );
     }
-    let other_slot = (info.mmap_offset + SLAB_SIZE as u64) % (SLOTS * SLAB_SIZE) as u64;
+    let slot = offset_slot(info.mmap_offset);
+    let other_slot = slab_offset(0, (slot + 1) % SLOTS, true);
     for offset in [
         info.mmap_offset + 4096,
         other_slot,
         1 << 40,
-        (SLOTS * SLAB_SIZE) as u64,
+        slab_offset(1, slot, true),
     ] {
         assert_eq!(
             errno(Mapping::new(&file, SLAB_SIZE, RW, offset)),
@@ -62,9 +63,21 @@ fn a_reader_cannot_map_writable_or_make_its_mapping_writable() {
     let producer = Producer::start(DEVICE, &[]).unwrap();
     let file = open_device(DEVICE).unwrap();
     let info = acquire(&file, producer.pid).unwrap();
+    // A writable request is granted read-only (strict_reader_mappings=1 refuses it instead:
+    // see the parameters tests).
+    let asked_writable = Mapping::new(&file, SLAB_SIZE, RW, info.mmap_offset).unwrap();
+    assert_eq!(asked_writable.permissions(), "r--s");
+    assert_eq!(errno(asked_writable.protect(RW)), libc::EACCES);
+    // The owner's window of the slab is not the reader's to map.
+    let slot = offset_slot(info.mmap_offset);
     assert_eq!(
-        errno(Mapping::new(&file, SLAB_SIZE, RW, info.mmap_offset)),
-        libc::EPERM
+        errno(Mapping::new(
+            &file,
+            SLAB_SIZE,
+            libc::PROT_READ,
+            slab_offset(0, slot, true)
+        )),
+        libc::EINVAL
     );
     let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset).unwrap();
     assert_eq!(errno(view.protect(RW)), libc::EACCES);

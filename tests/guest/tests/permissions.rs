@@ -101,23 +101,23 @@ impl Drop for NodeMode {
     }
 }
 
-const READER: &str = "open=ok acquire=ok map_write=EPERM map_exec=EPERM map_read=ok \
-                      mprotect_write=EACCES mprotect_exec=EACCES release=ok";
-const REFUSED: &str = "open=ok acquire=EPERM map_write=EINVAL map_exec=EINVAL map_read=EINVAL \
-                       mprotect_write=- mprotect_exec=- release=ok";
+const READER: &str = "open=ok acquire=ok map_write=ok map_write_perms=r--s map_exec=EPERM \
+                      map_read=ok mprotect_write=EACCES mprotect_exec=EACCES release=ok";
+const REFUSED: &str = "open=ok acquire=EPERM map_write=EINVAL map_write_perms=- map_exec=EINVAL \
+                       map_read=EINVAL mprotect_write=- mprotect_exec=- release=ok";
 
 #[test]
 fn the_permission_matrix_holds_for_every_identity() {
     let _mode = NodeMode::world_writable();
     let owner = Owner::start();
-    let slot = (owner.offset / SLAB_SIZE as u64) as usize;
+    let slot = offset_slot(owner.offset);
     let rows: [(&str, Identity, i32, &str, u64); 6] = [
         (
             "owner (its own slab)",
             Identity::User(OWNER_UID),
             0,
-            "open=ok acquire=ok map_write=ok map_exec=EPERM map_read=ok mprotect_write=ok \
-             mprotect_exec=EACCES release=ok",
+            "open=ok acquire=ok map_write=ok map_write_perms=rw-s map_exec=EPERM map_read=ok \
+             mprotect_write=ok mprotect_exec=EACCES release=ok",
             0,
         ),
         ("root", Identity::Root, owner.pid, READER, u64::MAX),

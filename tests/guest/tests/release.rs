@@ -54,7 +54,7 @@ fn present_is_the_last_release_and_writing_a_file_zeroes_the_counter() {
 #[test]
 fn a_killed_owner_frees_its_slot_and_zeroes_its_slab() {
     let producer = Producer::start(DEVICE, &[(0, 1, 1)]).unwrap();
-    let slot = (producer.offset / SLAB_SIZE as u64) as usize;
+    let slot = offset_slot(producer.offset);
     let pid = producer.pid;
     assert_eq!(slots()[slot].pid, pid);
     producer.kill();

@@ -86,21 +86,25 @@ pub enum GuestBench {
     ReleaseOneLive,
     /// RELEASE (with aggregation) of one slab while 15 more are live.
     ReleaseSixteenLive,
+    /// RELEASE (with aggregation) of the only live slab while another process reads every
+    /// sysfs counter file in a loop.
+    ReleaseUnderSysfsReads,
     /// open + read + close of a sysfs total with one live slab.
     SysfsTotalOneLive,
     /// open + read + close of a sysfs total with 16 live slabs.
     SysfsTotalSixteenLive,
-    /// open + read + close of the misc device's `dev` attribute.
+    /// open + read + close of the node's misc device `dev` attribute.
     SysfsDev,
 }
 
 impl GuestBench {
     /// Every guest measurement.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::AttachCycle,
         Self::AttachFloor,
         Self::ReleaseOneLive,
         Self::ReleaseSixteenLive,
+        Self::ReleaseUnderSysfsReads,
         Self::SysfsTotalOneLive,
         Self::SysfsTotalSixteenLive,
         Self::SysfsDev,
@@ -114,6 +118,7 @@ impl GuestBench {
             Self::AttachFloor => "attach-floor",
             Self::ReleaseOneLive => "release-1",
             Self::ReleaseSixteenLive => "release-16",
+            Self::ReleaseUnderSysfsReads => "release-sysfs-reads",
             Self::SysfsTotalOneLive => "sysfs-total-1",
             Self::SysfsTotalSixteenLive => "sysfs-total-16",
             Self::SysfsDev => "sysfs-dev",
@@ -325,11 +330,17 @@ pub fn rows() -> Vec<Row> {
             "attach cycle / 2 null ioctls + memfd mmap",
             GuestBench::AttachCycle,
             GuestBench::AttachFloor,
-            Goal::None,
+            Goal::AtMost(1.5),
         ),
         (
             "RELEASE+aggregation, 16 live / 1 live",
             GuestBench::ReleaseSixteenLive,
+            GuestBench::ReleaseOneLive,
+            Goal::AtMost(1.10),
+        ),
+        (
+            "RELEASE+aggregation, every sysfs counter read in a loop / alone",
+            GuestBench::ReleaseUnderSysfsReads,
             GuestBench::ReleaseOneLive,
             Goal::AtMost(1.10),
         ),
@@ -554,7 +565,7 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), GuestBench::ALL.len());
         // Per threading mode: 4 bands × (handle, int), mmv, prometheus; the slab-word row; four
-        // snapshot rows, two record rows, four guest rows.
-        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 4);
+        // snapshot rows, two record rows, five guest rows.
+        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 5);
     }
 }

@@ -1,5 +1,8 @@
-//! Reader of the sysfs tree the `neuron_ds` kernel module publishes under
-//! `/sys/class/misc/neuron<N>/`:
+//! Reader of the sysfs tree the `neuron_ds` kernel module publishes where the original Neuron
+//! driver has it, `/sys/class/neuron_device/neuron<N>/` (that is,
+//! `/sys/devices/virtual/neuron_device/neuron<N>/`):
+//!
+//! * `core_count`: the NeuronCores per device;
 //!
 //! * `datastore/slots`: the slot table, one [`SlotRow`] per slab (owner pid in the reader's pid
 //!   namespace, LRU clear tick, generation);

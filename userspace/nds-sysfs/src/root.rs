@@ -9,8 +9,13 @@ use crate::error::{Error, Result};
 use crate::slots::{parse_slot_table, SlotRow};
 use crate::totals::CoreTotals;
 
-/// Where the module's misc devices appear.
-pub const DEFAULT_SYSFS_ROOT: &str = "/sys/class/misc";
+/// Where the module's devices appear: its device class, as the original driver's
+/// (`/sys/class/neuron_device/neuron<N>` → `/sys/devices/virtual/neuron_device/neuron<N>`).
+pub const DEFAULT_SYSFS_ROOT: &str = "/sys/class/neuron_device";
+
+/// The base name of the device directories unless the module was loaded with another
+/// `node_name`.
+const DEFAULT_DEVICE_NAME: &str = "neuron";
 
 /// The two files of a counter node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +35,11 @@ impl SysfsFile {
     }
 }
 
-/// A directory holding `neuron<N>` device directories (normally [`DEFAULT_SYSFS_ROOT`]).
+/// A directory holding `<name><N>` device directories (normally [`DEFAULT_SYSFS_ROOT`]).
+///
+/// The device directories are named like the device nodes: `neuron<N>`, or whatever
+/// `node_name` the module was loaded with (any name of lowercase letters, digits, `_` and `-`
+/// followed by the device number; a directory is a device when it has a `datastore` directory).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SysfsRoot {
     path: PathBuf,
@@ -55,10 +64,44 @@ impl SysfsRoot {
         &self.path
     }
 
-    /// The directory of device `device`.
+    /// The directory of device `device`: `neuron<device>`, or the device directory of another
+    /// base name with that number.
     #[must_use]
     pub fn device_dir(&self, device: u32) -> PathBuf {
-        self.path.join(format!("neuron{device}"))
+        let default = self.path.join(format!("{DEFAULT_DEVICE_NAME}{device}"));
+        if default.is_dir() {
+            return default;
+        }
+        self.device_entries()
+            .into_iter()
+            .find(|(number, _)| *number == device)
+            .map_or(default, |(_, path)| path)
+    }
+
+    /// Every device directory under the root with its number.
+    fn device_entries(&self) -> Vec<(u32, PathBuf)> {
+        let Ok(entries) = fs::read_dir(&self.path) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|entry| entry.ok())
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let digits_from = name.find(|c: char| c.is_ascii_digit())?;
+                let (base, digits) = name.split_at(digits_from);
+                let plain_base = !base.is_empty()
+                    && base
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-');
+                if !plain_base || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                let path = entry.path();
+                path.join("datastore")
+                    .is_dir()
+                    .then(|| Some((digits.parse().ok()?, path)))?
+            })
+            .collect()
     }
 
     /// Indices of the Neuron devices present, ascending; empty when the module is not loaded.
@@ -67,9 +110,21 @@ impl SysfsRoot {
     ///
     /// [`Error::Io`] if the root exists but cannot be listed.
     pub fn devices(&self) -> Result<Vec<u32>> {
-        let mut devices = numbered_entries(&self.path, "neuron")?;
-        // Other misc devices may share the prefix; ours have a datastore directory.
-        devices.retain(|&device| self.device_dir(device).join("datastore").is_dir());
+        if let Err(source) = fs::read_dir(&self.path) {
+            if source.kind() != std::io::ErrorKind::NotFound {
+                return Err(Error::Io {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+        }
+        let mut devices: Vec<u32> = self
+            .device_entries()
+            .into_iter()
+            .map(|(number, _)| number)
+            .collect();
+        devices.sort_unstable();
+        devices.dedup();
         Ok(devices)
     }
 

@@ -89,3 +89,21 @@ fn a_missing_root_has_no_devices_and_bad_files_are_errors() {
     let error = SysfsRoot::new(&tree.0).all_totals().unwrap_err();
     assert!(error.to_string().contains("success/total"), "{error}");
 }
+
+#[test]
+fn devices_of_another_node_name_are_found_by_their_number() {
+    let tree = Tree::new("node-name");
+    tree.write(
+        "nds3/datastore/slots",
+        "slot pid clear_tick generation\n0 41 0 1\n",
+    );
+    tree.write("nds3/neuron_core0/stats/status/success/total", "7\n");
+    // A device of another class member without a datastore is not one of ours.
+    tree.write("nds4/power/control", "auto\n");
+    let root = SysfsRoot::new(&tree.0);
+    assert_eq!(root.devices().unwrap(), vec![3]);
+    assert_eq!(root.device_dir(3), tree.0.join("nds3"));
+    assert_eq!(root.slots(3).unwrap()[0].pid, 41);
+    let success = sysfs_counter(SysfsGroup::Status, "success").unwrap();
+    assert_eq!(root.counter(3, 0, success, SysfsFile::Total).unwrap(), 7);
+}

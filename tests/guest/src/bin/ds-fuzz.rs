@@ -22,8 +22,8 @@
 //! once every helper is gone, no slot may be owned.
 
 use neuron_ds_guest_tests::{
-    device_path, kernel_log::KernelLog, rng::Rng, slots_on, DsInfo, ACQUIRE, RELEASE, SLAB_SIZE,
-    SLOTS,
+    device_path, kernel_log::KernelLog, offset_device, offset_is_owner, offset_slot, rng::Rng,
+    slab_offset, slots_on, DsInfo, ACQUIRE, RELEASE, SLAB_SIZE, SLOTS,
 };
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -434,7 +434,7 @@ impl Fuzzer {
             let mut again = DsInfo::default();
             // SAFETY: a valid argument on our own descriptor.
             if unsafe { libc::ioctl(fd, ACQUIRE as libc::Ioctl, &mut again) } == 0 {
-                let slot = (again.mmap_offset as usize / SLAB_SIZE) % SLOTS;
+                let slot = offset_slot(again.mmap_offset);
                 self.grants
                     .entry(description)
                     .or_default()
@@ -454,15 +454,14 @@ impl Fuzzer {
                 // SAFETY: the kernel wrote the result where the pointer points, in our memory.
                 unsafe { ptr::read_unaligned(pointer as *const DsInfo) }
             };
-            let slots_from = (device * SLOTS * SLAB_SIZE) as u64;
-            let range = slots_from..slots_from + (SLOTS * SLAB_SIZE) as u64;
             if info.size as usize != SLAB_SIZE
-                || !range.contains(&info.mmap_offset)
+                || offset_device(info.mmap_offset) != device
                 || info.mmap_offset % SLAB_SIZE as u64 != 0
+                || (info.pid == 0 && !offset_is_owner(info.mmap_offset))
             {
                 self.violation(format!("ACQUIRE on neuron{device} returned {info:?}"));
             }
-            let slot = (info.mmap_offset as usize / SLAB_SIZE) % SLOTS;
+            let slot = offset_slot(info.mmap_offset);
             self.grants
                 .entry(description)
                 .or_default()
@@ -516,19 +515,24 @@ impl Fuzzer {
         };
         let grants = self.grants.get(&description).cloned().unwrap_or_default();
         let granted: Vec<(usize, bool)> = grants.iter().map(|(s, o)| (*s, *o)).collect();
-        let slot_offset = |slot: usize| ((device * SLOTS + slot) * SLAB_SIZE) as u64;
+        let owner_window = self.rng.one_in(2);
+        let slot_offset = |slot: usize| slab_offset(device, slot, owner_window);
         let (offset, mut class) = match self.rng.below(6) {
-            0..=2 if !granted.is_empty() => (
-                slot_offset(granted[self.rng.index(granted.len())].0),
-                Class::MmapGood,
-            ),
+            0..=2 if !granted.is_empty() => {
+                let (slot, owner) = granted[self.rng.index(granted.len())];
+                // The owner's window for an owner's grant, else the readers' window.
+                (
+                    slab_offset(device, slot, owner && owner_window),
+                    Class::MmapGood,
+                )
+            }
             0..=2 => (slot_offset(self.rng.index(SLOTS)), Class::MmapBadOffset),
             3 => (
                 slot_offset(self.rng.index(SLOTS)) + PAGE as u64 * (1 + self.rng.below(63)),
                 Class::MmapBadOffset,
             ),
             4 => (
-                ((1 - device) * SLOTS * SLAB_SIZE + self.rng.index(SLOTS) * SLAB_SIZE) as u64,
+                slab_offset(1 - device, self.rng.index(SLOTS), owner_window),
                 Class::MmapBadOffset,
             ),
             _ => (
@@ -582,16 +586,16 @@ impl Fuzzer {
         self.calls += 1;
         match result {
             Ok(at) => {
-                let slot = (offset as usize / SLAB_SIZE) % SLOTS;
+                let slot = offset_slot(offset);
                 let grant = grants.get(&slot).copied();
                 let exact = len == SLAB_SIZE
                     && offset % SLAB_SIZE as u64 == 0
-                    && offset / (SLOTS * SLAB_SIZE) as u64 == device as u64;
+                    && offset_device(offset) == device;
                 let shared = flags & libc::MAP_SHARED != 0;
-                let writes_slab = shared && prot & libc::PROT_WRITE != 0;
                 let known = !self.tainted.contains(&description);
-                // Whether this mapping can ever write the slab: asked of the kernel itself.
-                let owner = writes_slab || (shared && self.owner_may_write(at));
+                // Whether this mapping can ever write the slab, whatever it asked for (a
+                // reader's PROT_WRITE request is granted read-only): asked of the kernel itself.
+                let owner = shared && self.owner_may_write(at, prot);
                 if !exact
                     || prot & libc::PROT_EXEC != 0
                     || (known && (grant.is_none() || (owner && grant != Some(true))))
@@ -613,15 +617,15 @@ impl Fuzzer {
         }
     }
 
-    /// Whether a mapping that was made read-only may be made writable (an owner's mapping);
-    /// probes with mprotect and restores read-only.
-    fn owner_may_write(&mut self, at: usize) -> bool {
+    /// Whether a mapping may be made writable (an owner's mapping); probes with mprotect and
+    /// restores `prot`.
+    fn owner_may_write(&mut self, at: usize, prot: i32) -> bool {
         // SAFETY: our own mapping of one slab.
         let writable =
             unsafe { libc::mprotect(at as *mut _, SLAB_SIZE, libc::PROT_READ | libc::PROT_WRITE) }
                 == 0;
         // SAFETY: as above.
-        unsafe { libc::mprotect(at as *mut _, SLAB_SIZE, libc::PROT_READ) };
+        unsafe { libc::mprotect(at as *mut _, SLAB_SIZE, prot) };
         self.calls += 2;
         writable
     }
@@ -810,7 +814,7 @@ impl Fuzzer {
             // SAFETY: reading back our own shared page.
             let offset = unsafe { report.add(i).read_volatile() };
             if offset != 0 {
-                let slot = ((offset - 1) as usize / SLAB_SIZE) % SLOTS;
+                let slot = offset_slot(offset - 1);
                 let grants = self.grants.entry(file.description).or_default();
                 grants.insert(slot, false);
             }
@@ -837,7 +841,7 @@ impl Fuzzer {
         self.calls += 2;
         if won {
             // The description may live on in a dup: its new grant counts.
-            let slot = (arg.mmap_offset as usize / SLAB_SIZE) % SLOTS;
+            let slot = offset_slot(arg.mmap_offset);
             self.grants
                 .entry(description)
                 .or_default()

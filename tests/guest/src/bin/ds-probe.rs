@@ -5,9 +5,10 @@
 //! `ds-probe IDENTITY DEVICE hold` is an owner instead: it acquires its own slab, maps it,
 //! writes 77 into counter 1 of core 0, prints `ready <offset>` and holds it until stdin closes.
 //!
-//! Output: one line `open=… acquire=… map_write=… map_exec=… map_read=… mprotect_write=…
-//! mprotect_exec=… release=…`, each `ok` or an errno name, `-` when not attempted because an
-//! earlier step failed; then `capeff=<hex>`, the effective capabilities it ran with. The
+//! Output: one line `open=… acquire=… map_write=… map_write_perms=… map_exec=… map_read=…
+//! mprotect_write=… mprotect_exec=… release=…`, each `ok` or an errno name (`map_write_perms`:
+//! the permissions the writable request got), `-` when not attempted because an earlier step
+//! failed; then `capeff=<hex>`, the effective capabilities it ran with. The
 //! permission-matrix test runs it under several identities.
 
 use neuron_ds_guest_tests::{
@@ -86,10 +87,12 @@ fn main() {
             (Err(_), _) => offset.parse().expect("OFFSET"),
         };
         let rw = libc::PROT_READ | libc::PROT_WRITE;
-        results.push((
-            "map_write",
-            outcome(&Mapping::new(file, SLAB_SIZE, rw, offset)),
-        ));
+        let writable = Mapping::new(file, SLAB_SIZE, rw, offset);
+        results.push(("map_write", outcome(&writable)));
+        // What a writable request was granted: `rw-s`, or `r--s` for a reader.
+        let granted = writable.as_ref().map_or("-".into(), Mapping::permissions);
+        results.push(("map_write_perms", granted));
+        drop(writable);
         let rx = libc::PROT_READ | libc::PROT_EXEC;
         results.push((
             "map_exec",

@@ -1,7 +1,12 @@
 //! A stand-in producer for the guest tests: acquires its own slab on a device, maps it
 //! writable, adds the counters given as `core:index=value` arguments, prints
-//! `ready <mmap offset>`, then waits for one command on stdin: `release` (munmap, RELEASE,
-//! exit 0) or `exit` (exit 0 without RELEASE; closing the device releases the slab).
+//! `ready <mmap offset>`, then takes commands on stdin, one per line:
+//!
+//! * `release`: munmap, RELEASE, exit 0;
+//! * `exit`: exit 0 without RELEASE (closing the device releases the slab);
+//! * `release-keep`: RELEASE, keeping the mapping and the file; prints `released <pages>`, the
+//!   pages of the mapping still mapped afterwards;
+//! * `write`: writes 666 into counter 1 of core 0 through the mapping, prints `wrote`.
 
 use neuron_ds_guest_tests::{acquire, nc_offset, open_device, release, Mapping, SLAB_SIZE};
 use std::io::{self, BufRead, Write};
@@ -28,11 +33,24 @@ fn main() -> io::Result<()> {
     }
     println!("ready {}", info.mmap_offset);
     io::stdout().flush()?;
-    let mut command = String::new();
-    io::stdin().lock().read_line(&mut command)?;
-    if command.trim() == "release" {
-        drop(slab);
-        release(&file, 0)?;
+    for command in io::stdin().lock().lines() {
+        match command?.trim() {
+            "release" => {
+                drop(slab);
+                release(&file, 0)?;
+                return Ok(());
+            }
+            "release-keep" => {
+                release(&file, 0)?;
+                println!("released {}", slab.resident_pages());
+            }
+            "write" => {
+                slab.write_u64(nc_offset(0, 1), 666);
+                println!("wrote");
+            }
+            _ => return Ok(()),
+        }
+        io::stdout().flush()?;
     }
     Ok(())
 }

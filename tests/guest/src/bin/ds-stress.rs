@@ -17,9 +17,9 @@ use nds_abi::{layout::SLAB_GENERATION_OFFSET, sysfs::SYSFS_COUNTERS};
 use neuron_ds_guest_tests::{
     acquire, device_path, helper_path,
     kernel_log::{mem_available, KernelLog},
-    open_device,
+    offset_device, offset_slot, open_device,
     rng::Rng,
-    slots_on,
+    slab_offset, slots_on,
     stress::{node_offset, ProducerLine, ReaderStats, Tally, Tenure},
     sysfs_counter_on, Mapping, SLAB_SIZE, SLOTS,
 };
@@ -239,8 +239,11 @@ impl Campaign {
                 tally.add(core, node, view.read_u64(node_offset(core, node)));
             }
         }
+        // Producers report their tenures by the owner's window of the slot; a reader is given
+        // the readers' window of the same slot.
+        let offset = info.mmap_offset;
         let tenure = Tenure {
-            offset: info.mmap_offset,
+            offset: slab_offset(offset_device(offset), offset_slot(offset), true),
             generation: view.read_u64(SLAB_GENERATION_OFFSET),
         };
         Ok(Some(InFlight { tenure, tally }))
@@ -323,7 +326,7 @@ fn sysfs_totals(devices: usize, cores: usize) -> Vec<u64> {
 }
 
 fn core_count(device: usize) -> usize {
-    let dir = format!("/sys/class/misc/neuron{device}");
+    let dir = neuron_ds_guest_tests::sysfs_device(device);
     let entries = fs::read_dir(&dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
     entries
         .filter_map(Result::ok)

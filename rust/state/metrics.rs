@@ -10,13 +10,15 @@
 //! through `freed`, which exactly replaces the part that left `current`.
 //!
 //! Utilization posts the same delta of `NC_COUNTER_TIME_IN_USE` as a percentage of the period
-//! over the device's cores. The original's kernel comment calls that counter picoseconds, its
-//! sysfs guide microseconds; this module takes microseconds, the unit users see in sysfs.
+//! over the device's cores, in the unit the `time_in_use_unit_ps` parameter names (picoseconds
+//! by default, as the original driver's formula takes them).
 
 use crate::{
     abi::{
-        counters::NdCounter,
-        layout::nd_counter_offset,
+        counters::{
+            NcCounter,
+            NdCounter, //
+        },
         metrics::{
             MetricDef,
             MetricKind,
@@ -29,33 +31,19 @@ use crate::{
             METRIC_VALUE_SIZE, //
         },
     },
-    edge::SlabMemory,
-    post_ring::PostRing,
-    reader::read_nc_counter,
-    version_history::VersionHistory,
+    state::{
+        post_ring::PostRing,
+        slab_values::SlabValues,
+        version_history::VersionHistory, //
+    },
 };
 use kernel::{
     prelude::*,
     str::CString, //
 };
 
-/// What the metrics path reads from a slab.
-pub(crate) trait SlabValues {
-    /// Counter `index` of NeuronCore `core`.
-    fn nc(&self, core: usize, index: usize) -> u64;
-    /// ND counter `counter`.
-    fn nd(&self, counter: NdCounter) -> u64;
-}
-
-impl SlabValues for SlabMemory {
-    fn nc(&self, core: usize, index: usize) -> u64 {
-        read_nc_counter(self, core, index)
-    }
-
-    fn nd(&self, counter: NdCounter) -> u64 {
-        nd_counter_offset(counter.index()).map_or(0, |offset| self.load(offset))
-    }
-}
+/// Picoseconds in a microsecond.
+const PS_PER_US: u64 = 1_000_000;
 
 /// The three ND version counters, in `VersionHistory` order.
 const VERSION_SOURCES: [NdCounter; 3] = [
@@ -68,6 +56,8 @@ const VERSION_SOURCES: [NdCounter; 3] = [
 pub(crate) struct MetricsState {
     device: u32,
     core_count: usize,
+    /// Picoseconds per unit of `NC_COUNTER_TIME_IN_USE`.
+    time_unit_ps: u64,
     period: u64,
     previous: [u64; METRIC_COUNT],
     freed: [u64; METRIC_COUNT],
@@ -79,10 +69,11 @@ pub(crate) struct MetricsState {
 
 impl MetricsState {
     /// A device's state before its first period.
-    pub(crate) fn new(device: u32, core_count: usize) -> Result<Self> {
+    pub(crate) fn new(device: u32, core_count: usize, time_unit_ps: u32) -> Result<Self> {
         Ok(Self {
             device,
             core_count,
+            time_unit_ps: u64::from(time_unit_ps.max(1)),
             period: 0,
             previous: [0; METRIC_COUNT],
             freed: [0; METRIC_COUNT],
@@ -101,7 +92,7 @@ impl MetricsState {
     fn sample(&self, def: &MetricDef, slab: &dyn SlabValues) -> Option<u64> {
         let index = match def.kind {
             MetricKind::Counter(source) => source.index(),
-            MetricKind::Utilization => crate::abi::counters::NcCounter::TimeInUse.index(),
+            MetricKind::Utilization => NcCounter::TimeInUse.index(),
             _ => return None,
         };
         Some((0..self.core_count).fold(0u64, |sum, core| sum.wrapping_add(slab.nc(core, index))))
@@ -136,22 +127,24 @@ impl MetricsState {
 
     /// Ends a period of `elapsed_us` microseconds with `owned` the slabs owned now: posts
     /// every metric that has something to say into the ring.
-    pub(crate) fn post<'a>(
+    pub(crate) fn post(
         &mut self,
-        owned: impl Iterator<Item = &'a dyn SlabValues>,
+        owned: impl Iterator<Item = impl SlabValues>,
         elapsed_us: u64,
     ) -> Result {
         let mut current = [0u64; METRIC_COUNT];
         for slab in owned {
             for (sum, def) in current.iter_mut().zip(METRIC_DEFS.iter()) {
-                if let Some(value) = self.sample(def, slab) {
+                if let Some(value) = self.sample(def, &slab) {
                     *sum = sum.wrapping_add(value);
                 }
             }
-            self.observe(slab);
+            self.observe(&slab);
         }
         self.period += 1;
-        let cores_us = elapsed_us.saturating_mul(u64::try_from(self.core_count)?);
+        let cores_ps = elapsed_us
+            .saturating_mul(PS_PER_US)
+            .saturating_mul(u64::try_from(self.core_count)?);
         for (index, def) in METRIC_DEFS.iter().enumerate() {
             let (now, freed, previous) = (
                 current.get(index).copied().unwrap_or(0),
@@ -162,10 +155,12 @@ impl MetricsState {
             let delta = i128::from(now) + i128::from(freed) - i128::from(previous);
             let text = match def.kind {
                 MetricKind::Counter(_) if delta > 0 => Some(decimal(delta)?),
-                MetricKind::Utilization if delta > 0 && cores_us > 0 => {
+                MetricKind::Utilization if delta > 0 && cores_ps > 0 => {
                     // No 128-bit division in the kernel: the busy time fits a u64 anyway.
-                    let busy_us = u64::try_from(delta).unwrap_or(u64::MAX);
-                    Some(decimal(i128::from(busy_us.saturating_mul(100) / cores_us))?)
+                    let busy_ps = u64::try_from(delta)
+                        .unwrap_or(u64::MAX)
+                        .saturating_mul(self.time_unit_ps);
+                    Some(decimal(i128::from(busy_ps.saturating_mul(100) / cores_ps))?)
                 }
                 MetricKind::Version(source, rank, field) => {
                     self.version_text(source, rank, field)?
@@ -252,10 +247,7 @@ fn decimal(value: i128) -> Result<CString> {
 #[kunit_tests(neuron_ds_metrics)]
 mod tests {
     use super::*;
-    use crate::abi::{
-        counters::NcCounter,
-        metrics::metric_def, //
-    };
+    use crate::abi::metrics::metric_def;
 
     /// A synthetic slab: NC counter values by (core, index), ND counters by index.
     #[derive(Clone, Copy, Default)]
@@ -320,7 +312,7 @@ mod tests {
 
     #[test]
     fn deltas_are_posted_once_across_releases_between_periods() -> Result {
-        let mut state = MetricsState::new(0, 2)?;
+        let mut state = MetricsState::new(0, 2, 1)?;
         // Period 1: A has 10 on core 0, B 5 on core 1.
         let mut a = successes(0, 10);
         let b = successes(1, 5);
@@ -343,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_slab_acquired_and_released_within_one_period_is_counted() -> Result {
-        let mut state = MetricsState::new(0, 1)?;
+        let mut state = MetricsState::new(0, 1, 1)?;
         state.on_release(&successes(0, 9));
         assert_eq!(&post_and_read(&mut state, &[], OK)?[0][..], b"9");
         Ok(())
@@ -351,7 +343,7 @@ mod tests {
 
     #[test]
     fn only_the_devices_cores_count() -> Result {
-        let mut state = MetricsState::new(0, 2)?;
+        let mut state = MetricsState::new(0, 2, 1)?;
         assert_eq!(
             &post_and_read(&mut state, &[successes(0, 1), successes(5, 100)], OK)?[0][..],
             b"1"
@@ -361,7 +353,7 @@ mod tests {
 
     #[test]
     fn versions_post_the_two_most_used_and_the_framework_type() -> Result {
-        let mut state = MetricsState::new(0, 1)?;
+        let mut state = MetricsState::new(0, 1, 1)?;
         let word = |major: u64, minor: u64, build: u64, kind: u64| {
             (kind << 48) | (major << 40) | (minor << 32) | build
         };
@@ -371,19 +363,19 @@ mod tests {
         slabs[2].nd[1] = word(1, 9, 3, 2);
         assert_eq!(&post_and_read(&mut state, &slabs, 190)?[0][..], b"2.5.77");
         assert_eq!(metric_def(191).map(|d| d.name), Some("FW_TYPE_0"));
-        let mut state = MetricsState::new(0, 1)?;
+        let mut state = MetricsState::new(0, 1, 1)?;
         assert_eq!(&post_and_read(&mut state, &slabs, 191)?[0][..], b"3");
-        let mut state = MetricsState::new(0, 1)?;
+        let mut state = MetricsState::new(0, 1, 1)?;
         assert_eq!(&post_and_read(&mut state, &slabs, 192)?[0][..], b"1.9.3");
         // No slab reported a runtime version: nothing is posted for it.
-        let mut state = MetricsState::new(0, 1)?;
+        let mut state = MetricsState::new(0, 1, 1)?;
         assert_eq!(post_and_read(&mut state, &slabs, 180)?.len(), 0);
         Ok(())
     }
 
     #[test]
     fn the_feature_bitmap_is_ored_over_owned_and_released_slabs() -> Result {
-        let mut state = MetricsState::new(0, 1)?;
+        let mut state = MetricsState::new(0, 1, 1)?;
         let mut released = Fake::default();
         released.nd[3] = 0b01;
         state.on_release(&released);
@@ -395,7 +387,7 @@ mod tests {
 
     #[test]
     fn the_cluster_id_skips_zero_and_agg_neff_id_does_not() -> Result {
-        let mut state = MetricsState::new(0, 1)?;
+        let mut state = MetricsState::new(0, 1, 1)?;
         let zero = Fake::default();
         assert_eq!(post_and_read(&mut state, &[zero], 252)?.len(), 0);
         assert_eq!(&post_and_read(&mut state, &[zero], 80)?[0][..], b"0");
@@ -409,18 +401,20 @@ mod tests {
 
     #[test]
     fn utilization_is_busy_time_over_the_period_and_the_cores() -> Result {
-        let mut state = MetricsState::new(0, 2)?;
-        // 1 s period, 2 cores: 500,000 us busy on one core is 25 %.
-        let busy = Fake {
-            nc: [
-                (0, NcCounter::TimeInUse.index(), 500_000),
-                (0, 0, 0),
-                (0, 0, 0),
-                (0, 0, 0),
-            ],
-            ..Fake::default()
-        };
-        assert_eq!(&post_and_read(&mut state, &[busy], 90)?[0][..], b"25");
+        // 1 s period, 2 cores: 0.5 s busy on one core is 25 %, in either unit.
+        for (unit_ps, busy) in [(1, 500_000_000_000), (1_000_000, 500_000)] {
+            let mut state = MetricsState::new(0, 2, unit_ps)?;
+            let busy = Fake {
+                nc: [
+                    (0, NcCounter::TimeInUse.index(), busy),
+                    (0, 0, 0),
+                    (0, 0, 0),
+                    (0, 0, 0),
+                ],
+                ..Fake::default()
+            };
+            assert_eq!(&post_and_read(&mut state, &[busy], 90)?[0][..], b"25");
+        }
         Ok(())
     }
 }

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device classes and class devices: `/sys/class/<class>/<device>`, which is
+//! `/sys/devices/virtual/<class>/<device>` for a device without a parent.
+//!
+//! C header: [`include/linux/device/class.h`](srctree/include/linux/device/class.h)
+
+use crate::shim::sysfs::{
+    DeviceFiles,
+    FileGroup,
+    SysfsFiles,
+    SysfsParent, //
+};
+use core::ptr::NonNull;
+use kernel::{
+    bindings,
+    error::from_err_ptr,
+    prelude::*,
+    str::CString,
+    sync::Arc, //
+};
+
+/// A device class created at run time.
+///
+/// # Invariants
+///
+/// `raw` came from `class_create` and is destroyed exactly once, in `drop`; its name points to
+/// `name`'s heap buffer, which lives as long as `self`.
+pub(crate) struct Class {
+    raw: NonNull<bindings::class>,
+    // The class keeps a pointer to the name; the driver core only reads it for debug messages
+    // after `class_destroy`, as it does for every module's class.
+    name: CString,
+}
+
+// SAFETY: classes may be used and destroyed from any thread.
+unsafe impl Send for Class {}
+// SAFETY: `&Class` only hands the class to functions that may be called concurrently.
+unsafe impl Sync for Class {}
+
+impl Class {
+    /// Creates class `name`; `EEXIST` if a class of that name exists.
+    pub(crate) fn new(name: CString) -> Result<Arc<Self>> {
+        // SAFETY: `name` is NUL-terminated and, by the type invariant, outlives the class.
+        let raw = from_err_ptr(unsafe { bindings::class_create(name.as_char_ptr()) })?;
+        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        // INVARIANT: the class was just created with `name`.
+        Ok(Arc::new(Self { raw, name }, GFP_KERNEL)?)
+    }
+
+    /// The class name.
+    pub(crate) fn name(&self) -> &CStr {
+        &self.name
+    }
+}
+
+impl Drop for Class {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the class is live and destroyed only here; every device
+        // of the class holds an `Arc` to it, so none is left.
+        unsafe { bindings::class_destroy(self.raw.as_ptr()) };
+    }
+}
+
+/// A device of a [`Class`] with no device node, whose own files `T` serves.
+///
+/// # Invariants
+///
+/// `raw` came from `device_create_with_groups` with `_files`' group, and is unregistered exactly
+/// once, in `drop`, before `_files` is freed; `class` keeps the device's class alive.
+pub(crate) struct ClassDevice<T: SysfsFiles> {
+    raw: NonNull<bindings::device>,
+    _files: Pin<KBox<FileGroup<DeviceFiles, T>>>,
+    _class: Arc<Class>,
+}
+
+// SAFETY: devices may be unregistered from any thread; `T` is `Send`.
+unsafe impl<T: SysfsFiles> Send for ClassDevice<T> {}
+// SAFETY: `&ClassDevice` only gives out the kobject as a parent and `&T`, which is `Sync`.
+unsafe impl<T: SysfsFiles> Sync for ClassDevice<T> {}
+
+impl<T: SysfsFiles> ClassDevice<T> {
+    /// Creates device `name` in `class`, with the files `T::FILES` served by `served`.
+    pub(crate) fn new(class: Arc<Class>, name: &CStr, served: T) -> Result<Self> {
+        let files = FileGroup::new(served)?;
+        // SAFETY: the class is live (we hold it); no parent and no device number make a virtual
+        // device without a node; the groups list is pinned and outlives the device (`drop`);
+        // the format consumes exactly one string argument.
+        let raw = from_err_ptr(unsafe {
+            bindings::device_create_with_groups(
+                class.raw.as_ptr(),
+                core::ptr::null_mut(),
+                0,
+                core::ptr::null_mut(),
+                files.raw_groups(),
+                c"%s".as_char_ptr(),
+                name.as_char_ptr(),
+            )
+        })?;
+        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        // INVARIANT: created just now with `_files`' group.
+        Ok(Self {
+            raw,
+            _files: files,
+            _class: class,
+        })
+    }
+}
+
+impl<T: SysfsFiles> SysfsParent for ClassDevice<T> {
+    fn kobject(&self) -> *mut bindings::kobject {
+        // SAFETY: the device is registered while `self` lives.
+        unsafe { &raw mut (*self.raw.as_ptr()).kobj }
+    }
+}
+
+impl<T: SysfsFiles> Drop for ClassDevice<T> {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the device is registered and unregistered only here.
+        // Unregistering removes its files, waiting for running `show`/`store` calls, so `files`
+        // may be freed afterwards.
+        unsafe { bindings::device_unregister(self.raw.as_ptr()) };
+    }
+}

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The bottom layer: small generic safe abstractions over kernel APIs that Linux 7.3's `kernel`
+//! crate lacks, one file per kernel API.
+//!
+//! Nothing here names a type of the rest of this module: each abstraction is written the way
+//! `rust/kernel` writes its own (`# Invariants` on types, `# Safety` on unsafe functions, a
+//! `// SAFETY:` comment on every unsafe block) and could stand on its own upstream. This is the
+//! only place in the module with `unsafe` code; every other module is `#[deny(unsafe_code)]`.
+
+pub(crate) mod capability;
+pub(crate) mod class;
+pub(crate) mod misc;
+pub(crate) mod param;
+pub(crate) mod shared_pages;
+pub(crate) mod sysfs;
+pub(crate) mod task;
+pub(crate) mod vma;
+pub(crate) mod workqueue;

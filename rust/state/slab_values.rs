@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The counters the kernel reads out of a slab: live, word by word through the three-band layout
+//! of the wire format, or from one snapshot taken when the slab is released.
+
+use crate::{
+    abi::{
+        counters::{
+            NdCounter,
+            NDS_ND_COUNTER_COUNT,
+            NDS_TOTAL_NC_COUNTER_COUNT, //
+        },
+        layout::{
+            nc_counter_offset,
+            nd_counter_offset, //
+        },
+    },
+    shim::shared_pages::SharedPages,
+};
+use kernel::{
+    pr_warn_once,
+    prelude::*, //
+};
+
+/// The counters of one slab.
+pub(crate) trait SlabValues {
+    /// Counter `index` of NeuronCore `core`; 0 for a pair outside the layout.
+    fn nc(&self, core: usize, index: usize) -> u64;
+    /// ND counter `counter`.
+    fn nd(&self, counter: NdCounter) -> u64;
+}
+
+impl<T: SlabValues + ?Sized> SlabValues for &T {
+    fn nc(&self, core: usize, index: usize) -> u64 {
+        (**self).nc(core, index)
+    }
+
+    fn nd(&self, counter: NdCounter) -> u64 {
+        (**self).nd(counter)
+    }
+}
+
+/// A slab read as it is now, one atomic 8-byte load per counter (the owner may be writing).
+pub(crate) struct LiveSlab<'a>(pub(crate) &'a SharedPages);
+
+impl SlabValues for LiveSlab<'_> {
+    /// An invalid (core, index) pair reads as 0, so it adds nothing to any total, and is
+    /// reported once: it can only come from the module's own tables, never from userspace.
+    fn nc(&self, core: usize, index: usize) -> u64 {
+        match nc_counter_offset(core, index) {
+            Ok(offset) => self.0.load(offset).unwrap_or(0),
+            Err(err) => {
+                pr_warn_once!("invalid NeuronCore counter ({core}, {index}): {err:?}\n");
+                0
+            }
+        }
+    }
+
+    fn nd(&self, counter: NdCounter) -> u64 {
+        nd_counter_offset(counter.index())
+            .and_then(|offset| self.0.load(offset))
+            .unwrap_or(0)
+    }
+}
+
+/// Every counter of a device's cores in one slab, copied at one moment.
+pub(crate) struct SlabSnapshot {
+    core_count: usize,
+    /// Counter `index` of core `core` at `core * NDS_TOTAL_NC_COUNTER_COUNT + index`.
+    nc: KVec<u64>,
+    nd: [u64; NDS_ND_COUNTER_COUNT],
+}
+
+impl SlabSnapshot {
+    /// Room for the counters of `core_count` cores.
+    pub(crate) fn new(core_count: usize) -> Result<Self> {
+        let words = core_count
+            .checked_mul(NDS_TOTAL_NC_COUNTER_COUNT)
+            .ok_or(EINVAL)?;
+        Ok(Self {
+            core_count,
+            nc: KVec::from_elem(0u64, words, GFP_KERNEL)?,
+            nd: [0; NDS_ND_COUNTER_COUNT],
+        })
+    }
+
+    /// Copies every counter of the device's cores, and every ND counter, out of `slab`.
+    pub(crate) fn take(&mut self, slab: &impl SlabValues) {
+        for (word, value) in self.nc.iter_mut().enumerate() {
+            let (core, index) = (
+                word / NDS_TOTAL_NC_COUNTER_COUNT,
+                word % NDS_TOTAL_NC_COUNTER_COUNT,
+            );
+            *value = slab.nc(core, index);
+        }
+        for (index, value) in self.nd.iter_mut().enumerate() {
+            *value = NdCounter::from_index(index).map_or(0, |counter| slab.nd(counter));
+        }
+    }
+}
+
+impl SlabValues for SlabSnapshot {
+    fn nc(&self, core: usize, index: usize) -> u64 {
+        if core >= self.core_count || index >= NDS_TOTAL_NC_COUNTER_COUNT {
+            return 0;
+        }
+        self.nc
+            .get(core * NDS_TOTAL_NC_COUNTER_COUNT + index)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn nd(&self, counter: NdCounter) -> u64 {
+        self.nd.get(counter.index()).copied().unwrap_or(0)
+    }
+}
+
+#[kunit_tests(neuron_ds_slab_values)]
+mod tests {
+    use super::*;
+    use crate::abi::{
+        counters::NcCounter,
+        layout::{
+            NDS_EXT_NEURONCORE_COUNTERS_START,
+            NDS_EXT_NEURONCORE_NC_DATA_START,
+            NDS_NEURONCORE_COUNTERS_START,
+            NEURON_DATASTORE_SIZE, //
+        },
+    };
+    use kernel::page::PAGE_SIZE;
+
+    fn new_slab() -> Result<Pin<KBox<SharedPages>>> {
+        SharedPages::new_zeroed(NEURON_DATASTORE_SIZE / PAGE_SIZE)
+    }
+
+    #[test]
+    fn each_band_reads_the_word_at_its_documented_offset() -> Result {
+        let slab = new_slab()?;
+        // (core, index, byte offset) spot checks of the original layout.
+        let cases = [
+            (0, 0, 256),
+            (3, 30, 1240),
+            (0, 31, 55936),
+            (3, 94, 57976),
+            (4, 0, 57984),
+            (15, 94, 67184),
+        ];
+        for (n, (_, _, offset)) in cases.into_iter().enumerate() {
+            slab.store(offset, 1000 + u64::try_from(n)?).ok_or(EINVAL)?;
+        }
+        for (n, (core, index, _)) in cases.into_iter().enumerate() {
+            assert_eq!(LiveSlab(&slab).nc(core, index), 1000 + u64::try_from(n)?);
+        }
+        assert_eq!(NDS_NEURONCORE_COUNTERS_START, 0x100);
+        assert_eq!(NDS_EXT_NEURONCORE_COUNTERS_START, 0xDA80);
+        assert_eq!(NDS_EXT_NEURONCORE_NC_DATA_START, 0xE280);
+        Ok(())
+    }
+
+    #[test]
+    fn counters_0_to_30_of_cores_4_and_up_live_only_in_the_ext_data_band() -> Result {
+        let slab = new_slab()?;
+        // Core 4, counter 1 is at 57984 + 8; the NC band slot right after core 3 is not it.
+        slab.store(57984 + 8, 42).ok_or(EINVAL)?;
+        slab.store(256 + 8 * (31 * 4 + 1), 7).ok_or(EINVAL)?;
+        assert_eq!(LiveSlab(&slab).nc(4, 1), 42);
+        Ok(())
+    }
+
+    #[test]
+    fn invalid_pairs_read_zero() -> Result {
+        let slab = new_slab()?;
+        // Make every word non-zero so that a wrong address could not read 0 by accident.
+        for offset in (0..NEURON_DATASTORE_SIZE).step_by(8) {
+            slab.store(offset, u64::MAX).ok_or(EINVAL)?;
+        }
+        let live = LiveSlab(&slab);
+        assert_eq!(live.nc(0, 95), 0);
+        assert_eq!(live.nc(3, 95), 0);
+        assert_eq!(live.nc(4, 95), 0);
+        assert_eq!(live.nc(16, 0), 0);
+        assert_eq!(live.nc(usize::MAX, 0), 0);
+        assert_eq!(live.nc(15, 94), u64::MAX);
+        Ok(())
+    }
+
+    #[test]
+    fn a_snapshot_keeps_the_values_of_the_moment_it_was_taken() -> Result {
+        let slab = new_slab()?;
+        let success =
+            nc_counter_offset(1, NcCounter::InferCompleted.index()).map_err(|_| EINVAL)?;
+        let cluster = nd_counter_offset(NdCounter::DeviceClusterId.index()).ok_or(EINVAL)?;
+        slab.store(success, 5).ok_or(EINVAL)?;
+        slab.store(cluster, 9).ok_or(EINVAL)?;
+        let mut snapshot = SlabSnapshot::new(2)?;
+        snapshot.take(&LiveSlab(&slab));
+        slab.store(success, 6).ok_or(EINVAL)?;
+        assert_eq!(snapshot.nc(1, NcCounter::InferCompleted.index()), 5);
+        assert_eq!(snapshot.nd(NdCounter::DeviceClusterId), 9);
+        // Cores beyond the device are not in the snapshot.
+        assert_eq!(snapshot.nc(2, NcCounter::InferCompleted.index()), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn zeroing_clears_every_page() -> Result {
+        let slab = new_slab()?;
+        for offset in (0..NEURON_DATASTORE_SIZE).step_by(PAGE_SIZE) {
+            slab.store(offset + PAGE_SIZE - 8, 3).ok_or(EINVAL)?;
+        }
+        slab.zero_all()?;
+        for offset in (0..NEURON_DATASTORE_SIZE).step_by(8) {
+            assert_eq!(slab.load(offset), Some(0));
+        }
+        assert_eq!(slab.load(NEURON_DATASTORE_SIZE), None);
+        assert_eq!(slab.load(4), None);
+        Ok(())
+    }
+}

@@ -1,0 +1,281 @@
+//! The module's parameters, each under both settings, and the original sysfs location. Tests
+//! that reload the module put it back with the harness's parameters before they end.
+
+use nds_abi::metrics::{MetricPost, METRIC_POST_SIZE};
+use neuron_ds_guest_tests::*;
+use std::{
+    fs,
+    io::Read,
+    process::Command,
+    thread,
+    time::{Duration, Instant},
+};
+use zerocopy::FromBytes;
+
+/// The CloudWatch id of NeuronCore utilization.
+const UTILIZATION: u8 = 90;
+
+fn run(program: &str, args: &[&str]) {
+    let status = Command::new(program).args(args).status().unwrap();
+    assert!(status.success(), "{program} {args:?}: {status}");
+}
+
+/// The harness's parameters.
+fn harness_params() -> Vec<String> {
+    fs::read_to_string("/module.params")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Reloads the module with the harness's parameters, overridden by `extra`.
+fn reload_with(extra: &[&str]) {
+    run("rmmod", &["neuron_ds"]);
+    let mut params: Vec<String> = harness_params()
+        .into_iter()
+        .filter(|p| {
+            !extra
+                .iter()
+                .any(|e| e.split('=').next() == p.split('=').next())
+        })
+        .collect();
+    params.extend(extra.iter().map(|e| (*e).to_owned()));
+    let mut args = vec!["/neuron_ds.ko".to_owned()];
+    args.extend(params);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run("insmod", &args);
+}
+
+/// Puts the harness's module back when a test ends, even by a failed assertion.
+struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        reload_with(&[]);
+    }
+}
+
+/// A value of the module's parameter as userspace sees it.
+fn parameter(name: &str) -> String {
+    fs::read_to_string(format!("/sys/module/neuron_ds/parameters/{name}"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn a_readers_writable_request_is_mapped_read_only_by_default_and_refused_when_strict() {
+    let producer = Producer::start(DEVICE, &[(0, 1, 5)]).unwrap();
+    let file = open_device(DEVICE).unwrap();
+    let info = acquire(&file, producer.pid).unwrap();
+    let rw = libc::PROT_READ | libc::PROT_WRITE;
+    let view = Mapping::new(&file, SLAB_SIZE, rw, info.mmap_offset).unwrap();
+    assert_eq!(view.permissions(), "r--s", "granted, but read-only");
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 5);
+    assert_eq!(errno(view.protect(rw)), libc::EACCES);
+    // Writing through it faults (in a child, which maps it itself: mappings are not inherited).
+    let status = in_child(
+        || match Mapping::new(&file, SLAB_SIZE, rw, info.mmap_offset) {
+            Ok(child_view) => {
+                child_view.write_u64(nc_offset(0, 1), 666);
+                4
+            }
+            Err(_) => 3,
+        },
+    );
+    assert!(libc::WIFSIGNALED(status), "status {status:#x}");
+    assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 5);
+    drop((view, file));
+    producer.exit();
+
+    let _restore = Restore;
+    reload_with(&["strict_reader_mappings=1"]);
+    let producer = Producer::start(DEVICE, &[]).unwrap();
+    let file = open_device(DEVICE).unwrap();
+    let info = acquire(&file, producer.pid).unwrap();
+    assert_eq!(
+        errno(Mapping::new(&file, SLAB_SIZE, rw, info.mmap_offset)),
+        libc::EPERM
+    );
+    let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset).unwrap();
+    assert_eq!(view.permissions(), "r--s");
+    drop((view, file));
+    producer.exit();
+}
+
+/// The largest utilization posted on `device` within three metrics periods after `since`.
+fn peak_utilization(stream: &mut fs::File, period: Duration) -> Option<u64> {
+    thread::sleep(period * 3);
+    let mut buf = vec![0u8; 256 * METRIC_POST_SIZE];
+    let mut peak = None;
+    loop {
+        let n = stream.read(&mut buf).unwrap();
+        if n == 0 {
+            return peak;
+        }
+        for chunk in buf[..n].chunks_exact(METRIC_POST_SIZE) {
+            let post = MetricPost::read_from_bytes(chunk).unwrap();
+            if post.cw_id == UTILIZATION {
+                let value: u64 = std::str::from_utf8(post.value_bytes())
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                peak = peak.max(Some(value));
+            }
+        }
+    }
+}
+
+/// Drains the posts made so far.
+fn drain(stream: &mut fs::File) {
+    let mut buf = vec![0u8; 256 * METRIC_POST_SIZE];
+    while stream.read(&mut buf).unwrap() > 0 {}
+}
+
+#[test]
+fn time_in_use_is_read_in_the_unit_the_parameter_names() {
+    let period_ms: u64 = harness_params()
+        .iter()
+        .find_map(|p| p.strip_prefix("metrics_period_ms="))
+        .expect("the harness loads the module with a short metrics period")
+        .parse()
+        .unwrap();
+    let period = Duration::from_millis(period_ms);
+    // One second of busy time, in microseconds, as the sysfs guide describes the counter.
+    let busy = [(0, 0, 1_000_000)];
+    assert_eq!(parameter("time_in_use_unit_ps"), "1");
+    let mut stream = fs::File::open(DEVICE).unwrap();
+    drain(&mut stream);
+    let producer = Producer::start(DEVICE, &busy).unwrap();
+    let as_picoseconds = peak_utilization(&mut stream, period);
+    producer.exit();
+    drop(stream);
+    // Read as picoseconds, a microsecond count is a millionth of the truth: 0 %.
+    assert_eq!(as_picoseconds, Some(0));
+
+    let _restore = Restore;
+    reload_with(&["time_in_use_unit_ps=1000000"]);
+    assert_eq!(parameter("time_in_use_unit_ps"), "1000000");
+    let mut stream = fs::File::open(DEVICE).unwrap();
+    let producer = Producer::start(DEVICE, &busy).unwrap();
+    let as_microseconds = peak_utilization(&mut stream, period);
+    producer.exit();
+    // One second busy on one of two cores within a short period: well over 25 %.
+    let value = as_microseconds.expect("utilization was posted");
+    assert!(value >= 25, "utilization {value} %");
+}
+
+#[test]
+fn reading_sysfs_changes_nothing_and_a_dead_owner_is_released_at_the_next_acquire() {
+    let _restore = Restore;
+    // Without the metrics worker only an ACQUIRE releases a dead owner.
+    reload_with(&["metrics_period_ms=0"]);
+    let file = open_device(DEVICE).unwrap();
+    let status = in_child(|| match acquire(&file, 0) {
+        Ok(info) => (offset_slot(info.mmap_offset) + 1) as i32,
+        Err(_) => 0,
+    });
+    assert!(libc::WIFEXITED(status), "status {status:#x}");
+    let slot = libc::WEXITSTATUS(status) as usize - 1;
+    // The child acquired through a descriptor it inherited, then died: the descriptor (ours)
+    // lives on, so no file release tells the module. Reading every file changes nothing.
+    let before = slots()[slot];
+    assert_eq!(before.generation % 2, 1, "owned by the dead child");
+    for _ in 0..3 {
+        let _ = sysfs_counter(0, "status", "success", "total");
+        let _ = sysfs_counter(0, "status", "success", "present");
+        assert_eq!(slots()[slot], before);
+    }
+    // The next ACQUIRE releases the dead owner's slab first.
+    acquire(&file, 0).unwrap();
+    assert_eq!(slots()[slot].generation, before.generation + 1);
+}
+
+#[test]
+fn the_original_sysfs_paths_hold_the_totals() {
+    let original = "/sys/devices/virtual/neuron_device/neuron0";
+    assert_eq!(
+        fs::canonicalize(sysfs_device(0)).unwrap(),
+        fs::canonicalize(original).unwrap(),
+        "/sys/class/neuron_device/neuron0 is the original's device directory"
+    );
+    assert_eq!(
+        fs::read_to_string(format!("{original}/core_count")).unwrap(),
+        "2\n"
+    );
+    let total = |core: usize, group: &str, name: &str| -> u64 {
+        fs::read_to_string(format!(
+            "{original}/neuron_core{core}/stats/{group}/{name}/total"
+        ))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+    };
+    let success = total(1, "status", "success");
+    let flops = total(1, "other_info", "flop_count");
+    // Core 1: 7 successes, 20 MACs.
+    let producer = Producer::start(DEVICE, &[(1, 1, 7), (1, 29, 20)]).unwrap();
+    producer.release_and_exit();
+    assert_eq!(total(1, "status", "success"), success + 7);
+    assert_eq!(total(1, "other_info", "flop_count"), flops + 40);
+}
+
+#[test]
+fn a_second_instance_with_its_own_class_and_node_name_coexists() {
+    // A copy of the module under another name stands in for a second driver.
+    let twin = "/work/neuron_ds_twin.ko";
+    assert!(fs::metadata(twin).is_ok(), "the harness ships {twin}");
+    // Its KUnit suites already ran with the first instance: skip them.
+    fs::write("/sys/module/kunit/parameters/filter_glob", "none.none").unwrap();
+    run(
+        "insmod",
+        &[
+            twin,
+            "class_name=nds_twin_class",
+            "node_name=nds_twin",
+            "devices=1",
+        ],
+    );
+    fs::write("/sys/module/kunit/parameters/filter_glob", "*.*").unwrap();
+    let started = Instant::now();
+    while fs::metadata("/dev/nds_twin0").is_err() && started.elapsed() < Duration::from_secs(5) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    // Both work, each with its own slabs and totals (the second starts from zero).
+    let twin_total = || -> u64 {
+        fs::read_to_string(
+            "/sys/class/nds_twin_class/nds_twin0/neuron_core0/stats/status/success/total",
+        )
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+    };
+    let first_start = sysfs_counter(0, "status", "success", "total");
+    let first = Producer::start(DEVICE, &[(0, 1, 3)]).unwrap();
+    let second = Producer::start("/dev/nds_twin0", &[(0, 1, 4)]).unwrap();
+    assert_eq!(twin_total(), 4);
+    assert_eq!(
+        sysfs_counter(0, "status", "success", "total"),
+        first_start + 3
+    );
+    second.release_and_exit();
+    first.release_and_exit();
+    assert_eq!(twin_total(), 4);
+    assert_eq!(
+        sysfs_counter(0, "status", "success", "total"),
+        first_start + 3
+    );
+    assert_eq!(
+        fs::read_to_string("/sys/module/neuron_ds_twin/parameters/class_name")
+            .unwrap()
+            .trim(),
+        "nds_twin_class"
+    );
+    run("rmmod", &["neuron_ds_twin"]);
+    assert!(fs::metadata("/sys/class/nds_twin_class").is_err());
+    assert!(fs::metadata("/dev/neuron0").is_ok());
+}

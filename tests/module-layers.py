@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Checks the kernel module's layering: every file of rust/ refers only to modules of a lower
+layer (or to its own directory), `unsafe` appears only in rust/shim/, and only the shim
+registers a misc device. Prints one line per violation; exits 1 if there is any.
+
+The ranks, bottom up: abi (the wire format), shim (generic kernel abstractions), state (pure
+state machines), then the top files in the order they may use each other.
+"""
+
+import pathlib
+import re
+import sys
+
+RANK = {
+    "abi": 0,
+    "shim": 1,
+    "state": 2,
+    "device": 3,
+    "file": 4,
+    "sysfs_tree": 4,
+    "metrics_worker": 4,
+    "neuron_device": 5,
+    "neuron_ds": 6,
+}
+
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "rust")
+problems = []
+
+
+def layer_of(path: pathlib.Path) -> str:
+    relative = path.relative_to(root)
+    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
+
+
+def referenced_modules(text: str) -> set:
+    """Top-level modules named after `crate::`, including the heads of `use crate::{...}`."""
+    names = set(re.findall(r"\bcrate::(\w+)", text))
+    for match in re.finditer(r"\bcrate::\{", text):
+        depth, at_head = 0, True
+        for token in re.findall(r"\w+|[{},]|::", text[match.end() - 1 :]):
+            if token == "{":
+                depth += 1
+            elif token == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif token == ",":
+                at_head = depth == 1 or at_head
+            elif depth == 1 and at_head and token != "::":
+                names.add(token)
+                at_head = False
+    return {name for name in names if name.isidentifier() and name != "self"}
+
+
+for path in sorted(root.rglob("*.rs")):
+    text = path.read_text()
+    layer = layer_of(path)
+    code = "\n".join(line for line in text.splitlines() if not line.strip().startswith("//"))
+    if layer != "shim" and re.search(r"\bunsafe\b", code):
+        problems.append(f"{path}: unsafe outside rust/shim/")
+    if layer != "shim" and "MiscDeviceRegistration::register" in code:
+        problems.append(f"{path}: registers a misc device outside rust/shim/misc.rs")
+    if layer not in RANK:
+        problems.append(f"{path}: not in any layer (add it to {sys.argv[0]})")
+        continue
+    for name in referenced_modules(code):
+        if name not in RANK:
+            continue
+        if name != layer and RANK[name] >= RANK[layer]:
+            problems.append(f"{path}: {layer} (rank {RANK[layer]}) uses {name} (rank {RANK[name]})")
+
+for problem in problems:
+    print(problem)
+print(f"module layers: {len(problems)} problems")
+sys.exit(1 if problems else 0)
