@@ -25,6 +25,7 @@ impl NeuronCore {
         let mut all = [Self(0); NDS_TOTAL_NEURONCORE_COUNT];
         let mut index = 0;
         while index < NDS_TOTAL_NEURONCORE_COUNT {
+            // Below 16: the low byte is the whole index.
             all[index] = Self(index.to_le_bytes()[0]);
             index += 1;
         }
