@@ -51,6 +51,19 @@ read -r p f < <(libtest_totals "$results/host.log")
 [ "$host_status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 count "$p" "$f" "host tests"
 
+step "host: the seqlock reader under loom (memory orderings)"
+# Its own target directory: --cfg loom rebuilds the crate graph, which must not evict the
+# workspace's normal build.
+if (cd userspace && RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+    cargo test -p nds --lib --color never loom 2>&1) | tee "$results/loom.log"; then
+    loom_status=0
+else
+    loom_status=1
+fi
+read -r p f < <(libtest_totals "$results/loom.log")
+[ "$loom_status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+count "$p" "$f" "loom model"
+
 step "lint: rustfmt and clippy"
 # lint <name> <command...>: one check, counted like a test.
 lint() {

@@ -10,13 +10,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use criterion::Criterion;
+use nds::{CounterSnapshot, Model};
 use nds::{ModelSlot, Snapshot};
 use nds_abi::fnv::fnv1a_32;
 use nds_abi::layout::NDS_REQUIRED_SIZE;
 use nds_abi::records::{ModelMemUsage, ModelNodeInfo, ModelRecord};
-use nds_bench::counters::{raw_increment, Band, Counter, Sharing};
+use nds_bench::counters::{raw_increment, typed_increment, Band, Counter, Sharing};
 use nds_bench::report::{
-    counter_group, ours_increment, peer, record, snapshot, RECORD_GROUP, SNAPSHOT_GROUP,
+    counter_group, ours_increment, peer, record, snapshot, typed_increment as typed_id,
+    RECORD_GROUP, SNAPSHOT_GROUP,
 };
 use nds_bench::slab::{snapshot_counters, MappedWord, RegionMap, ScratchSlab, SNAPSHOT_COUNTERS};
 use nds_bench::threads::{pin_to_cpu, run_pair, Hammer, MEASURING_CPU};
@@ -57,8 +59,31 @@ fn increments(c: &mut Criterion) {
         let mut group = c.benchmark_group(counter_group(sharing));
         for band in Band::ALL {
             let (lane0, lane1) = (sharing.counter(band, 0), sharing.counter(band, 1));
+            let (word0, word1) = (
+                lane0.word(producer).expect("named counter"),
+                lane1.word(producer).expect("named counter"),
+            );
             let issued = Issued::default();
-            let before = lane0.read(producer).expect("read");
+            let before = lane0.read(producer.reader()).expect("read");
+            group.bench_function(typed_id(band), |b| match sharing {
+                Sharing::Single => b.iter(|| typed_increment(word0, 1)),
+                Sharing::SameCounter | Sharing::DifferentCounters => b.iter_custom(|iters| {
+                    issued.pair(
+                        iters,
+                        run_pair(
+                            iters,
+                            || typed_increment(word0, 1),
+                            || typed_increment(word1, 1),
+                        ),
+                    )
+                }),
+            });
+            if sharing == Sharing::SameCounter {
+                let after = lane0.read(producer.reader()).expect("read");
+                issued.report(&format!("handle ({})", band.label()), before, after);
+            }
+            let issued = Issued::default();
+            let before = lane0.read(producer.reader()).expect("read");
             group.bench_function(ours_increment(band), |b| match sharing {
                 // The result is checked, as a caller would, rather than handed to criterion:
                 // black-boxing the 32-byte `Result` would add stores the reference does not make.
@@ -71,8 +96,8 @@ fn increments(c: &mut Criterion) {
                 }),
             });
             if sharing == Sharing::SameCounter {
-                let after = lane0.read(producer).expect("read");
-                issued.report(&format!("ours ({})", band.label()), before, after);
+                let after = lane0.read(producer.reader()).expect("read");
+                issued.report(&format!("int ({})", band.label()), before, after);
             }
         }
         group.bench_function(peer::RAW, |b| {
@@ -157,21 +182,35 @@ fn snapshots(c: &mut Criterion) {
         .expect("fill counters");
     let reader = slab.reader().expect("reader");
     let map = RegionMap::open(&slab.path()).expect("region map");
+    let mut snapshot = Box::new(CounterSnapshot::new());
     let mut counters = Box::new([0u64; SNAPSHOT_COUNTERS]);
     let mut bytes = Box::new([0u8; NDS_REQUIRED_SIZE]);
     let mut group = c.benchmark_group(SNAPSHOT_GROUP);
-    let mut pair = |group: &mut criterion::BenchmarkGroup<'_, _>, ours: &str, memcpy: &str| {
+    let mut runs = |group: &mut criterion::BenchmarkGroup<'_, _>,
+                    [ours, integer, memcpy]: [&str; 3]| {
         group.bench_function(ours, |b| {
+            // The outcome is checked as a caller would; a file's generation never moves.
+            b.iter(|| {
+                assert!(reader.snapshot(black_box(&mut snapshot)).valid().is_some());
+            });
+        });
+        group.bench_function(integer, |b| {
             b.iter(|| snapshot_counters(&reader, black_box(&mut counters)).expect("snapshot"));
         });
         group.bench_function(memcpy, |b| b.iter(|| map.copy_to(black_box(&mut bytes))));
     };
-    pair(&mut group, snapshot::OURS, snapshot::MEMCPY);
-    let hammer = Hammer::start(&slab.path()).expect("hammer");
-    pair(
+    runs(
         &mut group,
-        snapshot::OURS_HAMMERED,
-        snapshot::MEMCPY_HAMMERED,
+        [snapshot::OURS, snapshot::INTEGER, snapshot::MEMCPY],
+    );
+    let hammer = Hammer::start(&slab.path()).expect("hammer");
+    runs(
+        &mut group,
+        [
+            snapshot::OURS_HAMMERED,
+            snapshot::INTEGER_HAMMERED,
+            snapshot::MEMCPY_HAMMERED,
+        ],
     );
     let sweeps = hammer.stop().expect("hammer");
     eprintln!(
@@ -224,8 +263,13 @@ fn records(c: &mut Criterion) {
                 .expect("commit");
         });
     });
+    let mut model = Box::new(Model::zeroed(slot));
     group.bench_function(record::READ, |b| {
-        b.iter(|| reader.read_model(black_box(slot)))
+        // Into caller storage, the outcome checked as a caller would.
+        b.iter(|| {
+            let read = reader.read_model_into(black_box(slot), &mut model);
+            assert!(matches!(read, Ok(Snapshot::Valid(_))));
+        });
     });
     group.bench_function(record::FNV, |b| b.iter(|| fnv1a_32(black_box(&bytes))));
     group.finish();

@@ -3,9 +3,10 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use nds::Datastore;
+use nds::{CounterWord, NeuronCore, Producer, Reader};
 use nds_abi::counters::{ExtNcCounter, NcCounter, NdCounter};
 use nds_abi::layout::{nc_counter_offset, nd_counter_offset, NDS_MAX_NEURONCORE_COUNT};
+use nds_abi::sysfs::CounterSource;
 
 /// The part of the slab a benchmarked counter lives in: the ND counters and the three NC bands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,7 +135,7 @@ pub enum Counter {
 }
 
 impl Counter {
-    /// Adds `delta` through the public API.
+    /// Adds `delta` through the integer-index API (libnds' calls, checked every time).
     ///
     /// Every argument passes through [`black_box`], so the address is computed at run time as
     /// for a counter chosen at run time; which method is called is decided at compile time when
@@ -142,9 +143,9 @@ impl Counter {
     ///
     /// # Errors
     ///
-    /// Those of [`Datastore::increment_nd_counter`] and [`Datastore::increment_nc_counter`].
+    /// Those of [`Producer::increment_nd_counter`] and [`Producer::increment_nc_counter`].
     #[inline(always)]
-    pub fn increment(self, datastore: &Datastore, delta: u64) -> nds::Result<()> {
+    pub fn increment(self, datastore: &Producer, delta: u64) -> nds::Result<()> {
         match self {
             Self::Nd(index) => datastore.increment_nd_counter(black_box(index), black_box(delta)),
             Self::Nc { core, index } => {
@@ -162,12 +163,25 @@ impl Counter {
         }
     }
 
+    /// The pre-resolved handle on the counter, from the counter enums as a runtime resolves it
+    /// at start-up; `None` for a counter without a name.
+    #[must_use]
+    pub fn word(self, producer: &Producer) -> Option<CounterWord<'_>> {
+        match self {
+            Self::Nd(index) => NdCounter::from_index(index).map(|counter| producer.nd(counter)),
+            Self::Nc { core, index } => {
+                let core = NeuronCore::new(core)?;
+                CounterSource::from_index(index).map(|counter| producer.nc(core, counter))
+            }
+        }
+    }
+
     /// Reads the counter through the public API.
     ///
     /// # Errors
     ///
-    /// Those of [`Datastore::nd_counter`] and [`Datastore::nc_counter`].
-    pub fn read(self, datastore: &Datastore) -> nds::Result<u64> {
+    /// Those of [`Reader::nd_counter`] and [`Reader::nc_counter`].
+    pub fn read(self, datastore: &Reader) -> nds::Result<u64> {
         match self {
             Self::Nd(index) => datastore.nd_counter(index),
             Self::Nc { core, index } => datastore.nc_counter(core, index),
@@ -180,6 +194,13 @@ impl Counter {
 #[inline(always)]
 pub fn raw_increment(word: &AtomicU64, delta: u64) {
     black_box(word).fetch_add(black_box(delta), Ordering::Relaxed);
+}
+
+/// An increment through a pre-resolved handle, hidden from the optimizer as [`raw_increment`]
+/// is: the handle (the word's address) and the delta pass through [`black_box`].
+#[inline(always)]
+pub fn typed_increment(word: CounterWord<'_>, delta: u64) {
+    black_box(word).add(black_box(delta));
 }
 
 #[cfg(test)]
@@ -196,6 +217,26 @@ mod tests {
         assert_eq!(offset(Band::Nc.counter(0)), 0x100 + 8);
         assert_eq!(offset(Band::NcExt.counter(0)), 0xDA80 + 9 * 8);
         assert_eq!(offset(Band::NcData.counter(0)), 0xE280 + 8);
+    }
+
+    #[test]
+    fn every_benchmarked_counter_has_a_typed_handle_on_the_same_word() {
+        let slab = crate::slab::ScratchSlab::new("unit-typed").unwrap();
+        let producer = slab.producer().unwrap();
+        for band in Band::ALL {
+            for lane in 0..2 {
+                let counter = band.counter(lane);
+                let word = counter.word(&producer).expect("a named counter");
+                typed_increment(word, 5);
+                counter.increment(&producer, 1).unwrap();
+                assert_eq!(
+                    counter.read(producer.reader()).unwrap(),
+                    6,
+                    "{band:?} lane {lane}"
+                );
+                assert_eq!(word.get(), 6);
+            }
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
 
-use nds::{Backend, Datastore};
+use nds::{Backend, Producer, Reader};
 use nds_abi::counters::{NDS_ND_COUNTER_COUNT, NDS_TOTAL_NC_COUNTER_COUNT};
 use nds_abi::layout::{NDS_REQUIRED_SIZE, NDS_TOTAL_NEURONCORE_COUNT, NEURON_DATASTORE_SIZE};
 
@@ -61,19 +61,19 @@ impl ScratchSlab {
     ///
     /// # Errors
     ///
-    /// Those of [`Datastore::open`].
-    pub fn producer(&self) -> nds::Result<Datastore> {
-        Datastore::open(&Backend::file(self.path()), 0)
+    /// Those of [`Producer::open`].
+    pub fn producer(&self) -> nds::Result<Producer> {
+        Producer::open(&Backend::file(self.path()))
     }
 
     /// Opens the slab as a reader (read-only), as a monitor attached to another process does.
     ///
     /// # Errors
     ///
-    /// Those of [`Datastore::open`]; the producer must have opened the slab first.
-    pub fn reader(&self) -> nds::Result<Datastore> {
+    /// Those of [`Reader::open`]; the producer must have opened the slab first.
+    pub fn reader(&self) -> nds::Result<Reader> {
         let pid = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
-        Datastore::open(&Backend::file(self.path()), pid)
+        Reader::open(&Backend::file(self.path()), pid)
     }
 }
 
@@ -83,14 +83,14 @@ impl Drop for ScratchSlab {
     }
 }
 
-/// Reads every counter of the slab through the public API into `out`, ND counters first, then
-/// each core's 95 NC counters: what a monitor does once per period.
+/// Reads every counter of the slab one integer-index call at a time into `out`, ND counters
+/// first, then each core's 95 NC counters: what a monitor did before `Reader::snapshot`.
 ///
 /// # Errors
 ///
-/// Those of [`Datastore::nd_counter`] and [`Datastore::nc_counter`].
+/// Those of [`Reader::nd_counter`] and [`Reader::nc_counter`].
 pub fn snapshot_counters(
-    datastore: &Datastore,
+    datastore: &Reader,
     out: &mut [u64; SNAPSHOT_COUNTERS],
 ) -> nds::Result<()> {
     let (nd, nc) = out.split_at_mut(NDS_ND_COUNTER_COUNT);
@@ -272,7 +272,7 @@ mod tests {
         counter.increment(&producer, 3).unwrap();
         let word = MappedWord::open(&slab.path(), counter).unwrap();
         assert_eq!(word.word().fetch_add(4, Ordering::Relaxed), 3);
-        assert_eq!(counter.read(&producer).unwrap(), 7);
+        assert_eq!(counter.read(producer.reader()).unwrap(), 7);
         assert!(MappedWord::open(&slab.path(), Counter::Nd(31)).is_err());
     }
 }

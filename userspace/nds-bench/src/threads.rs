@@ -7,7 +7,7 @@ use std::sync::{Arc, Barrier};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use nds::{Backend, Datastore};
+use nds::{Backend, Producer};
 use nds_abi::counters::{NDS_ND_COUNTER_COUNT, NDS_TOTAL_NC_COUNTER_COUNT};
 use nds_abi::layout::NDS_TOTAL_NEURONCORE_COUNT;
 
@@ -84,9 +84,9 @@ impl Hammer {
     ///
     /// # Errors
     ///
-    /// Those of [`Datastore::open`].
+    /// Those of [`Producer::open`].
     pub fn start(path: &Path) -> nds::Result<Self> {
-        let producer = Datastore::open(&Backend::file(path), 0)?;
+        let producer = Producer::open(&Backend::file(path))?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = thread::spawn(move || {

@@ -1,4 +1,10 @@
 //! `nds-dist`: writes the manual pages and shell completions of the neuron-ds tools.
+//!
+//! A binary only, like the tools: clap lives in binaries, and this one compiles the tools'
+//! command-line modules (see `tools`) next to its own.
+
+mod assets;
+mod tools;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,7 +25,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match nds_dist::write_assets(&cli.out_dir) {
+    match assets::write_assets(&cli.out_dir) {
         Ok(paths) => {
             if cli.list {
                 for path in paths {

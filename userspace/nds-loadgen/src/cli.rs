@@ -1,5 +1,6 @@
-//! The command line of the `nds-loadgen` tool, here rather than in `main.rs` so that the
-//! manual page and shell completions can be generated from it (`nds-dist`).
+//! The command line of the `nds-loadgen` tool, a module of its binary (the library carries no CLI
+//! dependency). `nds-dist` compiles this same file by path to generate the manual page and
+//! shell completions from these definitions.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use nds_sysfs::DEFAULT_SYSFS_ROOT;
 
-use crate::mix::DEFAULT_MIX;
+use nds_loadgen::mix::DEFAULT_MIX;
 
 /// Load generator for the Neuron DataStore.
 #[derive(Debug, Parser)]

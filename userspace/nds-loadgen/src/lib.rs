@@ -15,7 +15,6 @@
 
 #![warn(missing_docs)]
 
-pub mod cli;
 pub mod compare;
 pub mod error;
 pub mod mix;

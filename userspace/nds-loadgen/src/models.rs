@@ -1,6 +1,6 @@
 //! Models the producer loads and unloads: their records and the memory they account for.
 
-use nds::{Datastore, ModelSlot};
+use nds::{ModelSlot, Producer};
 use nds_abi::records::{
     MemUsageSlot, ModelMemUsage, ModelNodeInfo, MODEL_MEM_USAGE_LOCATION_COUNT,
 };
@@ -99,7 +99,7 @@ impl LoadedModel {
 ///
 /// The datastore's error.
 pub fn commit(
-    store: &Datastore,
+    store: &Producer,
     slot: ModelSlot,
     model: &LoadedModel,
     rng: &mut Rng,

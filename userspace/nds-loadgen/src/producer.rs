@@ -2,7 +2,7 @@
 
 use std::io::{self, BufRead, Write};
 
-use nds::{Backend, Datastore};
+use nds::{Backend, Producer};
 
 use crate::error::{Error, Result};
 use crate::mix::StatusMix;
@@ -44,7 +44,7 @@ pub fn run(spec: &ProducerSpec) -> Result<()> {
             }
         }
     };
-    let store = Datastore::open(&backend, 0)?;
+    let store = Producer::open(&backend)?;
     let tally = Tally::new();
     let mix: StatusMix = spec.mix.parse()?;
     let mut workload = Workload::start(Recorder::new(&store, &tally), &tally, spec, mix, pid)?;

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use nds::Datastore;
+use nds::{CounterSnapshot, NeuronCore, Producer, SlabRead};
 use nds_abi::counters::{ExtNcCounter, NcCounter, NdCounter};
 use nrt_status::{Counter, CounterSink, MemorySink};
 
@@ -48,31 +48,43 @@ impl Tally {
     }
 
     /// Checks that `store` holds exactly the recorded values in every named counter of cores
-    /// `0..cores` and every named ND counter.
+    /// `0..cores` and every named ND counter, from one snapshot of the slab as a reader sees it.
     ///
     /// # Errors
     ///
-    /// [`Error::SelfCheck`] naming the first difference, or the datastore's error.
-    pub fn verify(&self, store: &Datastore, cores: usize) -> Result<()> {
+    /// [`Error::SelfCheck`] naming the first difference, or saying that the slab moved.
+    pub fn verify(&self, store: &Producer, cores: usize) -> Result<()> {
+        let mut snapshot = Box::new(CounterSnapshot::new());
+        let slab = match store.reader().snapshot(&mut snapshot) {
+            SlabRead::Valid(slab) => slab,
+            SlabRead::Moved { generation } => {
+                return Err(Error::SelfCheck(format!(
+                    "the own slab moved to generation {generation}"
+                )))
+            }
+            SlabRead::Torn => {
+                return Err(Error::SelfCheck(
+                    "the own slab's generation word is being rewritten".into(),
+                ))
+            }
+        };
         let per_core = NcCounter::ALL
             .iter()
             .map(|&c| Counter::Nc(c))
             .chain(ExtNcCounter::ALL.iter().map(|&c| Counter::Ext(c)));
         for counter in per_core {
-            for core in 0..cores {
-                let (slab, recorded) = (
-                    store.nc_counter(core, counter.index())?,
-                    self.nc(core, counter),
-                );
+            for core in NeuronCore::ALL.into_iter().take(cores) {
+                let (slab, recorded) = (slab.nc(core, counter), self.nc(core.index(), counter));
                 if slab != recorded {
                     return Err(Error::SelfCheck(format!(
-                        "core {core} {counter}: slab holds {slab}, recorded {recorded}"
+                        "core {} {counter}: slab holds {slab}, recorded {recorded}",
+                        core.index()
                     )));
                 }
             }
         }
         for &counter in NdCounter::ALL {
-            let (slab, recorded) = (store.nd_counter(counter.index())?, self.nd(counter));
+            let (slab, recorded) = (slab.nd(counter), self.nd(counter));
             if slab != recorded {
                 return Err(Error::SelfCheck(format!(
                     "{}: slab holds {slab}, recorded {recorded}",
@@ -97,20 +109,20 @@ impl Tally {
 /// A producer's datastore handle paired with its tally.
 #[derive(Debug)]
 pub struct Recorder<'a> {
-    store: &'a Datastore,
+    store: &'a Producer,
     tally: &'a Tally,
 }
 
 impl<'a> Recorder<'a> {
     /// Records writes to `store` into `tally`.
     #[must_use]
-    pub fn new(store: &'a Datastore, tally: &'a Tally) -> Self {
+    pub fn new(store: &'a Producer, tally: &'a Tally) -> Self {
         Self { store, tally }
     }
 
     /// The datastore written to.
     #[must_use]
-    pub fn store(&self) -> &'a Datastore {
+    pub fn store(&self) -> &'a Producer {
         self.store
     }
 

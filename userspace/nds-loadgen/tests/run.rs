@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use nds::{Backend, Datastore};
+use nds::{Backend, Reader};
 use nds_abi::counters::{ExtNcCounter, NcCounter, NdCounter};
 use nds_loadgen::producer::slab_file_name;
 use nds_loadgen::{ProducerReport, Summary};
@@ -40,7 +40,7 @@ fn loadgen(dir: &Path, extra: &[&str]) -> Command {
 /// Every named counter of the report's slab file equals the report.
 fn assert_slab_matches(dir: &Path, report: &ProducerReport, cores: usize) {
     let path = dir.join(slab_file_name(report.device, report.pid));
-    let slab = Datastore::open(&Backend::file(&path), report.pid).unwrap();
+    let slab = Reader::open(&Backend::file(&path), report.pid).unwrap();
     for core in 0..cores {
         for (index, name) in NcCounter::ALL
             .iter()

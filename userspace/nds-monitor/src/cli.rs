@@ -1,13 +1,14 @@
-//! The command line of the `nds-monitor` tool, here rather than in `main.rs` so that the
-//! manual page and shell completions can be generated from it (`nds-dist`).
+//! The command line of the `nds-monitor` tool, a module of its binary (the library carries no CLI
+//! dependency). `nds-dist` compiles this same file by path to generate the manual page and
+//! shell completions from these definitions.
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use nds_sysfs::DEFAULT_SYSFS_ROOT;
 
-use crate::hardware::DEFAULT_HARDWARE_ROOT;
-use crate::imds::MetadataSetting;
+use nds_monitor::hardware::DEFAULT_HARDWARE_ROOT;
+use nds_monitor::imds::MetadataSetting;
 
 /// Reports every process's datastore counters and the kernel's totals, one document per period.
 #[derive(Debug, Parser)]

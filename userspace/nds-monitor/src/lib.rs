@@ -16,7 +16,6 @@
 
 #![warn(missing_docs)]
 
-pub mod cli;
 pub mod config;
 pub mod document;
 pub mod error;

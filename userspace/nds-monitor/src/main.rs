@@ -1,12 +1,14 @@
 //! `nds-monitor`: neuron-monitor for the Neuron DataStore.
 
+mod cli;
+
 use std::io::{self, Write};
 use std::net::TcpListener;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use nds_monitor::cli::{Cli, Command, Format};
+use cli::{Cli, Command, Format};
 use nds_monitor::config::parse_period;
 use nds_monitor::hardware::HardwareTree;
 use nds_monitor::serve::serve;

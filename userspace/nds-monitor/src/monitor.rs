@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use nds::{Datastore, Error as NdsError};
+use nds::{Error as NdsError, Reader};
 use nds_abi::layout::{slab_generation_is_owned, NDS_TOTAL_NEURONCORE_COUNT};
 use nds_sysfs::CoreTotals;
 
@@ -41,7 +41,7 @@ struct Attachment {
     owner: Owner,
     /// The slab generation in the mapping when attaching; it must not change.
     generation: Option<u64>,
-    store: Datastore,
+    store: Reader,
     tag: String,
     /// Per group: when it was last reported for this slab, and the reading then.
     baselines: HashMap<RuntimeGroup, (Instant, SlabReading)>,
@@ -259,10 +259,7 @@ impl Monitor {
 
     fn sample(&mut self) {
         for attachment in self.attachments.values_mut() {
-            let generation = attachment.generation;
-            if let Some(samples) =
-                sample_latencies(&attachment.store, generation, &mut attachment.inferences)
-            {
+            if let Some(samples) = sample_latencies(&attachment.store, &mut attachment.inferences) {
                 samples
                     .into_iter()
                     .for_each(|sample| attachment.latency.push(sample));
@@ -325,7 +322,7 @@ impl Monitor {
         let mut readings: BTreeMap<SlabKey, SlabReading> = BTreeMap::new();
         let mut moved: Vec<(SlabKey, Option<u64>)> = Vec::new();
         for (key, attachment) in &self.attachments {
-            match observe(&attachment.store, attachment.generation) {
+            match observe(&attachment.store) {
                 Observation::Reading(reading) => {
                     readings.insert(key.clone(), *reading);
                 }
@@ -590,13 +587,13 @@ fn attach(
     now: Instant,
     proc_root: &std::path::Path,
 ) -> Result<Option<Attachment>, NdsError> {
-    let store = match Datastore::open(&candidate.backend, candidate.owner.pid) {
+    let store = match Reader::open(&candidate.backend, candidate.owner.pid) {
         Ok(store) => store,
         Err(NdsError::Ioctl { errno, .. }) if errno == libc::ENOENT => return Ok(None),
         Err(NdsError::BadHeader { .. }) => return Ok(None),
         Err(error) => return Err(error),
     };
-    let generation = store.slab_generation();
+    let generation = store.attached_generation();
     if candidate.owner.generation.is_some() && candidate.owner.generation != generation {
         return Ok(None);
     }
@@ -615,14 +612,14 @@ fn attach(
             .ok()
             .map(|cpu| (now, cpu)),
     };
-    if let Observation::Reading(reading) = observe(&attachment.store, generation) {
+    if let Observation::Reading(reading) = observe(&attachment.store) {
         attachment.tag = groups::tag_of(&reading, attachment.owner.pid);
         for group in RuntimeGroup::ALL {
             attachment
                 .baselines
                 .insert(group, (now, (*reading).clone()));
         }
-        let _ = sample_latencies(&attachment.store, generation, &mut attachment.inferences);
+        let _ = sample_latencies(&attachment.store, &mut attachment.inferences);
     }
     Ok(Some(attachment))
 }

@@ -1,13 +1,14 @@
 //! One consistent reading of a slab, and how a reading is told apart from a slab that moved
 //! on to another owner.
 //!
-//! The kernel bumps the slab generation after zeroing a released slab and before a new owner
-//! can write it. A reading is accepted only if the generation read before and after it equals
-//! the one seen at attach time; the monitor additionally re-reads the slot table after its
-//! readings (the kernel releases under the lock that also guards the table), so a reading taken
-//! while a release was zeroing the slab is discarded too.
+//! The counters come from [`Reader::snapshot`], which copies them under the slab-generation
+//! protocol of the `nds` crate; the records are read after it, and [`Reader::moved`] closes the
+//! protocol over them too, so a reading is accepted only if the slab kept the generation the
+//! reader attached with from before the counters to after the last record. The monitor
+//! additionally re-reads the slot table after its readings (the kernel releases under the lock
+//! that also guards the table).
 
-use nds::{Datastore, ModelEntry, Snapshot};
+use nds::{CounterSnapshot, ModelEntry, NeuronCore, Reader, SlabRead, Snapshot};
 use nds_abi::counters::{
     ExtNcCounter, NcCounter, NdCounter, NDS_ND_COUNTER_COUNT, NDS_TOTAL_NC_COUNTER_COUNT,
 };
@@ -92,57 +93,60 @@ impl SlabReading {
     }
 }
 
-/// Reads every counter and record of `store`, provided its generation stays `attached`.
+/// Reads every counter and record of `store`, provided the slab stays with the owner it
+/// attached to.
 #[must_use]
-pub fn observe(store: &Datastore, attached: Option<u64>) -> Observation {
-    let before = store.slab_generation();
-    if before != attached {
-        return Observation::Moved { generation: before };
-    }
-    let mut reading = SlabReading::zeroed();
-    for (index, value) in reading.nd.iter_mut().enumerate() {
-        *value = store.nd_counter(index).unwrap_or(0);
-    }
-    for (core, counters) in reading.nc.iter_mut().enumerate() {
-        for (index, value) in counters.iter_mut().enumerate() {
-            *value = store.nc_counter(core, index).unwrap_or(0);
+pub fn observe(store: &Reader) -> Observation {
+    let mut counters = Box::new(CounterSnapshot::new());
+    match store.snapshot(&mut counters) {
+        SlabRead::Valid(_) => {}
+        SlabRead::Moved { generation } => {
+            return Observation::Moved {
+                generation: Some(generation),
+            }
+        }
+        // The generation word is being rewritten by a process: this slab's tenure cannot be
+        // told any more, so the attachment ends as if it had moved.
+        SlabRead::Torn => {
+            return Observation::Moved {
+                generation: store.slab_generation(),
+            }
         }
     }
+    let mut reading = SlabReading::zeroed();
+    reading.nd = counters.nd;
+    reading.nc = counters.nc;
     reading.models = store.read_all_models().unwrap_or_default();
     reading.info = store.read_process_info().unwrap_or(Snapshot::Empty);
     reading.ext = store.read_process_info_ext().unwrap_or(Snapshot::Empty);
-    let after = store.slab_generation();
-    if after != attached {
-        return Observation::Moved { generation: after };
+    if let Some(generation) = store.moved() {
+        return Observation::Moved {
+            generation: Some(generation),
+        };
     }
     Observation::Reading(Box::new(reading))
 }
 
 /// The latest latencies of cores whose inference count moved since `inferences`, which is
-/// updated; `None` if the generation is not `attached`.
+/// updated; `None` if the slab no longer is the attached owner's.
 #[must_use]
 pub fn sample_latencies(
-    store: &Datastore,
-    attached: Option<u64>,
+    store: &Reader,
     inferences: &mut [u64; NDS_TOTAL_NEURONCORE_COUNT],
 ) -> Option<Vec<(u64, u64)>> {
-    if store.slab_generation() != attached {
-        return None;
-    }
     let mut samples = Vec::new();
     let mut seen = *inferences;
-    for (core, last) in seen.iter_mut().enumerate() {
-        let count = store
-            .nc_counter(core, NcCounter::InferenceCount.index())
-            .unwrap_or(0);
+    for (core, last) in NeuronCore::ALL.into_iter().zip(seen.iter_mut()) {
+        let count = store.nc(core, NcCounter::InferenceCount).get();
         if count != *last {
             *last = count;
-            let total = store.nc_counter(core, NcCounter::LatencyTotal.index());
-            let device = store.nc_counter(core, NcCounter::LatencyDevice.index());
-            samples.push((total.unwrap_or(0), device.unwrap_or(0)));
+            let total = store.nc(core, NcCounter::LatencyTotal).get();
+            let device = store.nc(core, NcCounter::LatencyDevice).get();
+            samples.push((total, device));
         }
     }
-    if store.slab_generation() != attached {
+    // Covers the loads above: nothing read belonged to another tenure if this finds none.
+    if store.moved().is_some() {
         return None;
     }
     *inferences = seen;

@@ -1,5 +1,6 @@
-//! The command line of the `nds-top` tool, here rather than in `main.rs` so that the manual
-//! page and shell completions can be generated from it (`nds-dist`).
+//! The command line of the `nds-top` tool, a module of its binary (the library carries no CLI
+//! dependency). `nds-dist` compiles this same file by path to generate the manual page and
+//! shell completions from these definitions.
 
 use std::path::PathBuf;
 use std::time::Duration;

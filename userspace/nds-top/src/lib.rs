@@ -11,7 +11,6 @@
 #![warn(missing_docs)]
 
 pub mod app;
-pub mod cli;
 pub mod ui;
 pub mod view;
 

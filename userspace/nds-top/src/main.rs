@@ -1,13 +1,15 @@
 //! `nds-top`: a terminal view of the Neuron DataStore, like neuron-top.
 
+mod cli;
+
 use std::io;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use cli::Cli;
 use nds_monitor::{HostSource, Monitor, Plan, SlabSource, Source};
 use nds_sysfs::SysfsRoot;
-use nds_top::cli::Cli;
 use nds_top::{render_text, App};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 

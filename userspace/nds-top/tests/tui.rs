@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nds::{Backend, Datastore};
+use nds::{Backend, Producer};
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{Recorder, StatusMix, Tally};
@@ -23,7 +23,7 @@ impl Drop for Scratch {
 
 fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) {
     let path = dir.join(format!("neuron{device}-{pid}.slab"));
-    let store = Datastore::open(&Backend::file(&path), 0).unwrap();
+    let store = Producer::open(&Backend::file(&path)).unwrap();
     let tally = Tally::new();
     let spec = ProducerSpec {
         tag: tag.to_owned(),

@@ -13,7 +13,7 @@ use nds_abi::ioctl::{
 use nds_abi::layout::{NDS_REQUIRED_SIZE, NEURON_DATASTORE_SIZE};
 
 use crate::error::{Error, Result};
-use crate::slab::SlabView;
+use crate::slab::{RegionMap, SlabView};
 
 /// The source of a datastore slab.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,7 +141,7 @@ impl Mapping {
             Err(Error::UnexpectedSlabSize { size: arg.size })
         };
         match mapped {
-            Ok(memory) => Ok(Self::new(memory, Some(lease))),
+            Ok(memory) => Self::new(memory, Some(lease)),
             Err(error) => {
                 // Hand the slab back; the mapping error is the one worth reporting.
                 let _ = lease.release();
@@ -175,31 +175,53 @@ impl Mapping {
         if mapped_len < NDS_REQUIRED_SIZE {
             return Err(Error::SlabTooSmall { size: file_len });
         }
-        Ok(Self::new(map(&file, 0, mapped_len, writable)?, None))
+        Self::new(map(&file, 0, mapped_len, writable)?, None)
     }
 
-    fn new(mut memory: MappedMemory, lease: Option<DeviceLease>) -> Self {
+    /// Wraps a fresh mapping, which must cover the region map.
+    fn new(mut memory: MappedMemory, lease: Option<DeviceLease>) -> Result<Self> {
         let (base, len, writable) = match &mut memory {
             MappedMemory::ReadOnly(map) => (map.as_ptr().cast_mut(), map.len(), false),
             MappedMemory::ReadWrite(map) => (map.as_mut_ptr(), map.len(), true),
         };
         let view = match NonNull::new(base) {
-            // SAFETY: the pointer and length describe a live, page-aligned mapping, writable
-            // exactly when `writable`; `memory` is stored next to the view and unmapped only in
-            // `close`, after which the view is never used.
-            Some(base) => unsafe { SlabView::new(base, len, writable) },
-            // mmap never returns null for a successful mapping; an empty view refuses all access.
-            None => empty_view(),
+            Some(base) if len >= NDS_REQUIRED_SIZE => {
+                // SAFETY: the pointer and length describe a live, page-aligned mapping, writable
+                // exactly when `writable`; `memory` is stored next to the view and unmapped only
+                // in `close`, after which the view is never used.
+                unsafe { SlabView::new(base, len, writable) }
+            }
+            // Callers map at least the region map, and mmap never returns null on success.
+            _ => {
+                let size = u64::try_from(len).unwrap_or(u64::MAX);
+                if let Some(lease) = lease {
+                    drop(memory);
+                    let _ = lease.release();
+                }
+                return Err(Error::SlabTooSmall { size });
+            }
         };
-        Self {
+        Ok(Self {
             view,
             memory: Some(memory),
             lease,
-        }
+        })
     }
 
     pub(crate) fn view(&self) -> &SlabView {
         &self.view
+    }
+
+    /// Whether the slab is the kernel's (acquired through a device node), not a file.
+    pub(crate) fn is_device(&self) -> bool {
+        self.lease.is_some()
+    }
+
+    /// The region map, which every mapping covers (checked in [`Mapping::new`]).
+    pub(crate) fn region_map(&self) -> RegionMap<'_> {
+        // SAFETY: `new` refused mappings shorter than the region map, and the view keeps that
+        // length until `close`, which only runs when the handle owning this mapping goes away.
+        unsafe { RegionMap::new(&self.view) }
     }
 
     /// Unmaps the slab, then releases it to the driver and closes the node.

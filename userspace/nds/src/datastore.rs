@@ -1,144 +1,120 @@
-//! The datastore handle: open/close, header, counters and the slab generation.
+//! The libnds-shaped handle: one type for both roles, chosen by pid at open, with libnds'
+//! integer-index calls and run-time checks. The C API (`nds-capi`) is built on it.
+//!
+//! Rust callers that know their role use [`Producer`] or [`Reader`] directly: a reader has no
+//! write methods to call, and a producer's pre-resolved counter handles skip every check.
 
-use std::sync::atomic::Ordering;
-use std::sync::Mutex;
-use std::thread;
-use std::time::Duration;
+use nds_abi::records::{ModelMemUsage, ModelNodeInfo};
+use nds_abi::records::{ProcessInfo, ProcessInfoExt};
 
-use nds_abi::layout::{
-    nc_counter_offset, nd_counter_offset, CounterAddressError, NDS_HEADER_START,
-    SLAB_GENERATION_OFFSET,
-};
-use nds_abi::records::NDS_HEADER_WORD;
-
-use crate::backend::{Backend, Mapping};
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::slab::SlabView;
+use crate::models::{Model, ModelEntry, ModelSlot};
+use crate::producer::Producer;
+use crate::reader::Reader;
+use crate::records::Snapshot;
 
-/// How long a reader waits before checking the header a second time (libnds: `usleep(500)`).
-pub(crate) const HEADER_RETRY_DELAY: Duration = Duration::from_micros(500);
-
-/// An open datastore slab: the producer's read-write handle or a reader's read-only one.
+/// An open datastore slab, as libnds' `nds_instance_t`: the producer's read-write handle
+/// (pid 0) or a reader's read-only one (any other pid).
 ///
-/// All methods take `&self`; the handle can be shared between threads.
+/// Mutators on a reader fail with [`Error::ReadOnly`] (EPERM), before the address is checked,
+/// as in libnds.
 #[derive(Debug)]
-pub struct Datastore {
-    mapping: Mapping,
-    pid: i32,
-    /// Slab generation seen at open, when the mapping reaches it.
-    opened_generation: Option<u64>,
-    /// Serializes this process's model-slot allocations (other processes never allocate).
-    pub(crate) model_slot_lock: Mutex<()>,
+pub enum Datastore {
+    /// The caller's own slab, read-write.
+    Producer(Producer),
+    /// Another process's slab, read-only.
+    Reader(Reader),
 }
 
 impl Datastore {
     /// Opens the datastore of `pid` through `backend`.
     ///
-    /// `pid == 0` opens the caller's own slab read-write as its producer and commits the header.
-    /// Any other pid opens that process's slab read-only and checks the header, retrying once
-    /// after 500 µs in case the producer has not committed it yet.
+    /// `pid == 0` opens the caller's own slab read-write as its producer and commits the header
+    /// ([`Producer::open`]). Any other pid opens that process's slab read-only
+    /// ([`Reader::open`]).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPid`] for a negative pid, [`Error::Ioctl`] / [`Error::Io`] when the slab
-    /// cannot be acquired or mapped, [`Error::SlabTooSmall`] / [`Error::UnexpectedSlabSize`] for
-    /// a slab that cannot hold the map, [`Error::BadHeader`] when a reader finds no header.
+    /// [`Error::InvalidPid`] for a negative pid; otherwise those of [`Producer::open`] and
+    /// [`Reader::open`].
     pub fn open(backend: &Backend, pid: i32) -> Result<Self> {
-        Self::open_with_header_retry(backend, pid, || thread::sleep(HEADER_RETRY_DELAY))
-    }
-
-    /// [`Datastore::open`] with the pause between the two header checks supplied by the caller.
-    pub(crate) fn open_with_header_retry(
-        backend: &Backend,
-        pid: i32,
-        pause: impl FnOnce(),
-    ) -> Result<Self> {
-        if pid < 0 {
-            return Err(Error::InvalidPid(pid));
+        match pid {
+            0 => Producer::open(backend).map(Self::Producer),
+            _ => Reader::open(backend, pid).map(Self::Reader),
         }
-        let mapping = Mapping::open(backend, pid)?;
-        let view = mapping.view();
-        if view.is_writable() {
-            view.writable_u64(NDS_HEADER_START)?
-                .store(NDS_HEADER_WORD, Ordering::Release);
-        } else {
-            check_header(view, pause)?;
-        }
-        let opened_generation = view.load_u64(SLAB_GENERATION_OFFSET).ok();
-        Ok(Self {
-            mapping,
-            pid,
-            opened_generation,
-            model_slot_lock: Mutex::new(()),
-        })
     }
 
     /// Unmaps the slab and, for the device backend, releases it and closes the node.
     ///
-    /// Dropping the handle does the same but cannot report errors.
-    ///
     /// # Errors
     ///
     /// [`Error::Ioctl`] if the driver rejects RELEASE.
-    pub fn close(mut self) -> Result<()> {
-        self.mapping.close()
+    pub fn close(self) -> Result<()> {
+        match self {
+            Self::Producer(producer) => producer.close(),
+            Self::Reader(reader) => reader.close(),
+        }
+    }
+
+    /// The read side, which both roles have.
+    #[must_use]
+    pub fn reader(&self) -> &Reader {
+        match self {
+            Self::Producer(producer) => producer.reader(),
+            Self::Reader(reader) => reader,
+        }
+    }
+
+    /// The producer, or [`Error::ReadOnly`] for a reader handle.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReadOnly`] on a reader handle.
+    pub fn producer(&self) -> Result<&Producer> {
+        match self {
+            Self::Producer(producer) => Ok(producer),
+            Self::Reader(_) => Err(Error::ReadOnly),
+        }
     }
 
     /// The pid this handle was opened with (0 for the producer).
     #[must_use]
     pub fn pid(&self) -> i32 {
-        self.pid
+        self.reader().pid()
     }
 
     /// Whether this is a reader handle, on which every mutator fails with [`Error::ReadOnly`].
     #[must_use]
     pub fn is_read_only(&self) -> bool {
-        !self.slab().is_writable()
+        matches!(self, Self::Reader(_))
     }
 
     /// Bytes mapped.
     #[must_use]
     pub fn mapped_len(&self) -> usize {
-        self.slab().len()
+        self.reader().mapped_len()
     }
 
-    pub(crate) fn slab(&self) -> &SlabView {
-        self.mapping.view()
-    }
-
-    /// The kernel-maintained slab generation (see
-    /// [`SLAB_GENERATION_OFFSET`](nds_abi::layout::SLAB_GENERATION_OFFSET)): odd while the slab
-    /// is owned, even while free. `None` if the mapping is too short to contain it (small files).
+    /// See [`Reader::slab_generation`].
     #[must_use]
     pub fn slab_generation(&self) -> Option<u64> {
-        self.slab().load_u64(SLAB_GENERATION_OFFSET).ok()
+        self.reader().slab_generation()
     }
 
-    /// Whether the slab generation moved since this handle was opened: the owner released the
-    /// slab (its contents were cleared) and it may now belong to another process.
+    /// See [`Reader::slab_reused`].
     #[must_use]
     pub fn slab_reused(&self) -> bool {
-        self.opened_generation != self.slab_generation()
+        self.reader().slab_reused()
     }
 
-    fn nd_offset(index: usize) -> Result<usize> {
-        nd_counter_offset(index).ok_or(Error::InvalidNdCounter { index })
-    }
-
-    fn nc_offset(core: usize, index: usize) -> Result<usize> {
-        nc_counter_offset(core, index).map_err(|error| match error {
-            CounterAddressError::InvalidCore => Error::InvalidCore { core },
-            CounterAddressError::InvalidCounter => Error::InvalidNcCounter { core, index },
-        })
-    }
-
-    /// Reads ND counter `index` with one 8-byte atomic load.
+    /// Reads ND counter `index`.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidNdCounter`] for `index >= 31`.
     pub fn nd_counter(&self, index: usize) -> Result<u64> {
-        self.slab().load_u64(Self::nd_offset(index)?)
+        self.reader().nd_counter(index)
     }
 
     /// Atomically adds `delta` to ND counter `index` (wrapping).
@@ -147,9 +123,7 @@ impl Datastore {
     ///
     /// [`Error::ReadOnly`] on a reader handle, [`Error::InvalidNdCounter`] for `index >= 31`.
     pub fn increment_nd_counter(&self, index: usize, delta: u64) -> Result<()> {
-        self.update(Self::nd_offset(index), |word| {
-            word.fetch_add(delta, Ordering::Relaxed);
-        })
+        self.producer()?.increment_nd_counter(index, delta)
     }
 
     /// Atomically subtracts `delta` from ND counter `index` (wrapping).
@@ -158,9 +132,7 @@ impl Datastore {
     ///
     /// As [`Datastore::increment_nd_counter`].
     pub fn decrement_nd_counter(&self, index: usize, delta: u64) -> Result<()> {
-        self.update(Self::nd_offset(index), |word| {
-            word.fetch_sub(delta, Ordering::Relaxed);
-        })
+        self.producer()?.decrement_nd_counter(index, delta)
     }
 
     /// Atomically stores `value` in ND counter `index`.
@@ -169,30 +141,25 @@ impl Datastore {
     ///
     /// As [`Datastore::increment_nd_counter`].
     pub fn set_nd_counter(&self, index: usize, value: u64) -> Result<()> {
-        self.update(Self::nd_offset(index), |word| {
-            word.store(value, Ordering::Relaxed);
-        })
+        self.producer()?.set_nd_counter(index, value)
     }
 
-    /// Atomically sets bit `bit` of ND counter `index` (e.g. the feature bitmap).
+    /// Atomically sets bit `bit` of ND counter `index`.
     ///
     /// # Errors
     ///
     /// As [`Datastore::increment_nd_counter`], and [`Error::InvalidBit`] for `bit >= 64`.
     pub fn or_nd_counter(&self, index: usize, bit: u64) -> Result<()> {
-        let mask = bit_mask(bit)?;
-        self.update(Self::nd_offset(index), |word| {
-            word.fetch_or(mask, Ordering::Relaxed);
-        })
+        self.producer()?.or_nd_counter(index, bit)
     }
 
-    /// Reads counter `index` of NeuronCore `core` with one 8-byte atomic load.
+    /// Reads counter `index` of NeuronCore `core`.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidCore`] for `core >= 16`, [`Error::InvalidNcCounter`] for `index >= 95`.
     pub fn nc_counter(&self, core: usize, index: usize) -> Result<u64> {
-        self.slab().load_u64(Self::nc_offset(core, index)?)
+        self.reader().nc_counter(core, index)
     }
 
     /// Atomically adds `delta` to counter `index` of NeuronCore `core` (wrapping).
@@ -201,9 +168,7 @@ impl Datastore {
     ///
     /// [`Error::ReadOnly`] on a reader handle, otherwise as [`Datastore::nc_counter`].
     pub fn increment_nc_counter(&self, core: usize, index: usize, delta: u64) -> Result<()> {
-        self.update(Self::nc_offset(core, index), |word| {
-            word.fetch_add(delta, Ordering::Relaxed);
-        })
+        self.producer()?.increment_nc_counter(core, index, delta)
     }
 
     /// Atomically subtracts `delta` from counter `index` of NeuronCore `core` (wrapping).
@@ -212,9 +177,7 @@ impl Datastore {
     ///
     /// As [`Datastore::increment_nc_counter`].
     pub fn decrement_nc_counter(&self, core: usize, index: usize, delta: u64) -> Result<()> {
-        self.update(Self::nc_offset(core, index), |word| {
-            word.fetch_sub(delta, Ordering::Relaxed);
-        })
+        self.producer()?.decrement_nc_counter(core, index, delta)
     }
 
     /// Atomically stores `value` in counter `index` of NeuronCore `core`.
@@ -223,9 +186,7 @@ impl Datastore {
     ///
     /// As [`Datastore::increment_nc_counter`].
     pub fn set_nc_counter(&self, core: usize, index: usize, value: u64) -> Result<()> {
-        self.update(Self::nc_offset(core, index), |word| {
-            word.store(value, Ordering::Relaxed);
-        })
+        self.producer()?.set_nc_counter(core, index, value)
     }
 
     /// Atomically sets bit `bit` of counter `index` of NeuronCore `core`.
@@ -234,43 +195,103 @@ impl Datastore {
     ///
     /// As [`Datastore::increment_nc_counter`], and [`Error::InvalidBit`] for `bit >= 64`.
     pub fn or_nc_counter(&self, core: usize, index: usize, bit: u64) -> Result<()> {
-        let mask = bit_mask(bit)?;
-        self.update(Self::nc_offset(core, index), |word| {
-            word.fetch_or(mask, Ordering::Relaxed);
-        })
+        self.producer()?.or_nc_counter(core, index, bit)
     }
 
-    /// Applies `op` to the counter word at `offset`, refusing reader handles before validating
-    /// the address (as libnds does).
-    fn update(
+    /// Publishes the process-info record.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReadOnly`] on a reader handle.
+    pub fn commit_process_info(&self, info: &ProcessInfo) -> Result<()> {
+        self.producer()?.commit_process_info(info)
+    }
+
+    /// Reads the process-info record.
+    ///
+    /// # Errors
+    ///
+    /// None in practice: the mapping always covers the record.
+    pub fn read_process_info(&self) -> Result<Snapshot<ProcessInfo>> {
+        self.reader().read_process_info()
+    }
+
+    /// Publishes the process-info-ext record.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReadOnly`] on a reader handle.
+    pub fn commit_process_info_ext(&self, info: &ProcessInfoExt) -> Result<()> {
+        self.producer()?.commit_process_info_ext(info)
+    }
+
+    /// Reads the process-info-ext record.
+    ///
+    /// # Errors
+    ///
+    /// None in practice: the mapping always covers the record.
+    pub fn read_process_info_ext(&self) -> Result<Snapshot<ProcessInfoExt>> {
+        self.reader().read_process_info_ext()
+    }
+
+    /// The model occupancy bitmap (bit `i` set: slot `i` in use).
+    ///
+    /// # Errors
+    ///
+    /// None in practice: the mapping always covers the bitmap.
+    pub fn model_bitmap(&self) -> Result<u64> {
+        self.reader().model_bitmap()
+    }
+
+    /// Claims the first free model slot.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReadOnly`] on a reader handle, [`Error::NoFreeModelSlot`] when all 64 are used.
+    pub fn allocate_model_slot(&self) -> Result<ModelSlot> {
+        self.producer()?.allocate_model_slot()
+    }
+
+    /// Publishes the record of an allocated model slot.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReadOnly`] on a reader handle, [`Error::ModelSlotNotAllocated`] if the slot's
+    /// bitmap bit is clear.
+    pub fn commit_model(
         &self,
-        offset: Result<usize>,
-        op: impl FnOnce(&std::sync::atomic::AtomicU64),
+        slot: ModelSlot,
+        node_info: &ModelNodeInfo,
+        mem_usage: &ModelMemUsage,
     ) -> Result<()> {
-        if self.is_read_only() {
-            return Err(Error::ReadOnly);
-        }
-        op(self.slab().writable_u64(offset?)?);
-        Ok(())
+        self.producer()?.commit_model(slot, node_info, mem_usage)
     }
-}
 
-fn bit_mask(bit: u64) -> Result<u64> {
-    u32::try_from(bit)
-        .ok()
-        .and_then(|shift| 1u64.checked_shl(shift))
-        .ok_or(Error::InvalidBit { bit })
-}
-
-/// Checks the header word, pausing once and checking again if it is not there yet.
-fn check_header(view: &SlabView, pause: impl FnOnce()) -> Result<()> {
-    if view.load_u64(NDS_HEADER_START)? == NDS_HEADER_WORD {
-        return Ok(());
+    /// Zeroes a slot's record, then frees the slot.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReadOnly`] on a reader handle.
+    pub fn delete_model(&self, slot: ModelSlot) -> Result<()> {
+        self.producer()?.delete_model(slot)
     }
-    pause();
-    match view.load_u64(NDS_HEADER_START)? {
-        NDS_HEADER_WORD => Ok(()),
-        found => Err(Error::BadHeader { found }),
+
+    /// Reads one slot's record.
+    ///
+    /// # Errors
+    ///
+    /// None in practice: the mapping always covers the records.
+    pub fn read_model(&self, slot: ModelSlot) -> Result<Snapshot<Model>> {
+        self.reader().read_model(slot)
+    }
+
+    /// Reads every occupied slot, in slot order (see [`Reader::read_all_models`]).
+    ///
+    /// # Errors
+    ///
+    /// None in practice: the mapping always covers the records.
+    pub fn read_all_models(&self) -> Result<Vec<ModelEntry>> {
+        self.reader().read_all_models()
     }
 }
 
@@ -278,7 +299,10 @@ fn check_header(view: &SlabView, pause: impl FnOnce()) -> Result<()> {
 mod tests {
     use std::os::unix::fs::FileExt;
 
+    use nds_abi::records::NDS_HEADER_WORD;
+
     use super::*;
+    use crate::producer::bit_mask;
     use crate::test_support::ScratchDir;
 
     fn blank_slab(dir: &ScratchDir) -> std::path::PathBuf {
@@ -292,7 +316,7 @@ mod tests {
         let dir = ScratchDir::new();
         let path = blank_slab(&dir);
         let mut paused = false;
-        let reader = Datastore::open_with_header_retry(&Backend::file(&path), 1, || {
+        let reader = Reader::open_with_header_retry(&Backend::file(&path), 1, || {
             paused = true;
             let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
             file.write_all_at(&NDS_HEADER_WORD.to_le_bytes(), 0)
@@ -300,7 +324,7 @@ mod tests {
         })
         .expect("header appeared before the second check");
         assert!(paused, "the first check must have failed");
-        assert!(reader.is_read_only());
+        assert_eq!(reader.pid(), 1);
     }
 
     #[test]
@@ -308,7 +332,7 @@ mod tests {
         let dir = ScratchDir::new();
         let path = blank_slab(&dir);
         let mut pauses = 0;
-        let error = Datastore::open_with_header_retry(&Backend::file(&path), 1, || pauses += 1)
+        let error = Reader::open_with_header_retry(&Backend::file(&path), 1, || pauses += 1)
             .expect_err("no header");
         assert_eq!(pauses, 1, "exactly one retry");
         assert!(matches!(error, Error::BadHeader { found: 0 }));
@@ -323,9 +347,25 @@ mod tests {
             .unwrap()
             .close()
             .unwrap();
-        let reader =
-            Datastore::open_with_header_retry(&Backend::file(&path), 7, || panic!("paused"));
+        let reader = Reader::open_with_header_retry(&Backend::file(&path), 7, || panic!("paused"));
         assert!(reader.is_ok());
+    }
+
+    #[test]
+    fn negative_pids_are_refused_and_pid_zero_is_the_producer() {
+        let dir = ScratchDir::new();
+        let backend = Backend::file(dir.path().join("slab"));
+        assert!(matches!(
+            Datastore::open(&backend, -3),
+            Err(Error::InvalidPid(-3))
+        ));
+        assert!(matches!(
+            Reader::open(&backend, 0),
+            Err(Error::InvalidPid(0))
+        ));
+        let producer = Datastore::open(&backend, 0).unwrap();
+        assert!(!producer.is_read_only());
+        assert_eq!(producer.pid(), 0);
     }
 
     #[test]

@@ -1,18 +1,25 @@
 //! Client library for the Neuron DataStore (NDS), the equivalent of libnds.
 //!
-//! A [`Datastore`] is one process's 256 KiB telemetry slab, opened through a [`Backend`]: the
-//! kernel device (`/dev/neuronN`, ACQUIRE ioctl + `mmap`) or a plain file. Opening with pid 0
-//! makes the caller the slab's producer (read-write); any other pid gives a read-only view of
-//! that process's slab.
+//! A slab is one process's 256 KiB telemetry area, opened through a [`Backend`]: the kernel
+//! device (`/dev/neuronN`, ACQUIRE ioctl + `mmap`) or a plain file. Two handles, one per role:
 //!
-//! * Counters ([`Datastore::increment_nc_counter`], [`Datastore::nd_counter`], ...) are single
-//!   atomic words: LOCK-prefixed read-modify-writes for mutators, 8-byte loads for reads.
-//! * Records (process info, process-info-ext, the 64 model slots) are guarded by an FNV-1a hash
-//!   and published with release/acquire ordering on the hash word; readers get a [`Snapshot`]
-//!   that is either consistent, [`Snapshot::Empty`] or [`Snapshot::Torn`]. See [`records`] for
-//!   the protocol.
-//! * A producer handle is an `nrt_status::CounterSink`: the status → counter bridge writes
-//!   execution results, error flags and latencies straight into the slab.
+//! * [`Producer`]: the caller's own slab, read-write. Counters are single atomic words; for the
+//!   hot path resolve a [`CounterWord`] once from the counter enums of [`abi::counters`]
+//!   (`producer.nc(core, NcCounter::InferCompleted)`), after which every `add` is one
+//!   LOCK-prefixed instruction with nothing checked. Records (process info, process-info-ext,
+//!   the 64 model slots) are published under their FNV-1a hash, computed while they are
+//!   stored (see [`records`]).
+//! * [`Reader`]: another process's slab, read-only, with no write methods at all.
+//!   [`Reader::snapshot`] copies every counter under the slab-generation protocol and says
+//!   whether the slab stayed with the owner attached to ([`SlabRead`]); records come back as a
+//!   [`Snapshot`] that is consistent, [`Snapshot::Empty`] or [`Snapshot::Torn`], verified in
+//!   the same pass that copies them into the caller's storage.
+//!
+//! [`Datastore`] is libnds' shape, one handle for both roles chosen by pid, with integer-index
+//! calls checked at run time; the C API is built on it.
+//!
+//! With the `status-sink` feature a [`Producer`] is an `nrt_status::CounterSink`: the status →
+//! counter bridge writes execution results, error flags and latencies straight into the slab.
 //!
 //! Slab contents are untrusted: no function panics or misbehaves whatever bytes the slab holds.
 //! The numbers of the wire format live in [`nds_abi`], re-exported here as [`abi`].
@@ -20,9 +27,15 @@
 mod backend;
 mod datastore;
 mod error;
+mod handles;
 mod models;
+mod producer;
+mod reader;
 pub mod records;
+mod seqlock;
 mod slab;
+mod snapshot;
+#[cfg(feature = "status-sink")]
 mod status_sink;
 #[cfg(test)]
 mod test_support;
@@ -32,5 +45,10 @@ pub use nds_abi as abi;
 pub use backend::Backend;
 pub use datastore::Datastore;
 pub use error::{Error, Result};
+pub use handles::{CoreCounter, CounterView, CounterWord, NeuronCore};
 pub use models::{Model, ModelEntry, ModelSlot};
+pub use producer::Producer;
+pub use reader::Reader;
 pub use records::{text_lossy, Snapshot};
+pub use seqlock::{SlabRead, ATTEMPTS as SLAB_READ_ATTEMPTS};
+pub use snapshot::CounterSnapshot;

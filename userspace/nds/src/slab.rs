@@ -10,9 +10,12 @@
 //! `u64`, records as `u32` for their first two 4-byte halves (the hash and the first payload word)
 //! and `u64` after that, with a `u32` tail when the length ends on a 4-byte boundary.
 
+use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use nds_abi::layout::NDS_REQUIRED_SIZE;
 
 use crate::error::{Error, Result};
 
@@ -74,10 +77,6 @@ impl SlabView {
 
     pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    pub(crate) fn is_writable(&self) -> bool {
-        self.writable
     }
 
     /// Pointer to `size` bytes at `offset`, if they lie inside the slab and are aligned to `size`.
@@ -144,41 +143,81 @@ impl SlabView {
         Ok(())
     }
 
-    /// Copies `dst.len()` bytes starting at slab offset `start` (8-aligned) with relaxed loads.
-    pub(crate) fn copy_out(&self, start: usize, dst: &mut [u8]) -> Result<()> {
-        for word in record_words(dst.len()) {
-            match word {
+    /// Visits the words of the record of `len` bytes at slab offset `start` (8-aligned) in
+    /// order, each read with one relaxed load; the range is checked once, before the first load.
+    #[inline]
+    pub(crate) fn load_record(
+        &self,
+        start: usize,
+        len: usize,
+        mut visit: impl FnMut(Word, WordValue),
+    ) -> Result<()> {
+        self.check_record(start, len)?;
+        for word in record_words(len) {
+            let value = match word {
                 Word::U32(at) => {
-                    let value = self.load_u32(slab_offset(start, at)?)?;
-                    write_bytes(dst, at, &value.to_ne_bytes());
+                    WordValue::U32(self.checked_u32(start + at).load(Ordering::Relaxed))
                 }
                 Word::U64(at) => {
-                    let value = self.load_u64(slab_offset(start, at)?)?;
-                    write_bytes(dst, at, &value.to_ne_bytes());
+                    WordValue::U64(self.checked_u64(start + at).load(Ordering::Relaxed))
                 }
+            };
+            visit(word, value);
+        }
+        Ok(())
+    }
+
+    /// Stores the words `value_of` gives for the record of `len` bytes at slab offset `start`
+    /// (8-aligned) with relaxed stores, in order, skipping words for which it gives `None`; the
+    /// range and writability are checked once, before the first store.
+    #[inline]
+    pub(crate) fn store_record(
+        &self,
+        start: usize,
+        len: usize,
+        mut value_of: impl FnMut(Word) -> Option<WordValue>,
+    ) -> Result<()> {
+        if !self.writable {
+            return Err(Error::ReadOnly);
+        }
+        self.check_record(start, len)?;
+        for word in record_words(len) {
+            match (word, value_of(word)) {
+                (Word::U32(at), Some(WordValue::U32(value))) => {
+                    self.checked_u32(start + at).store(value, Ordering::Relaxed);
+                }
+                (Word::U64(at), Some(WordValue::U64(value))) => {
+                    self.checked_u64(start + at).store(value, Ordering::Relaxed);
+                }
+                _ => {}
             }
         }
         Ok(())
     }
 
-    /// Stores `src` at slab offset `start` (8-aligned) with relaxed stores, skipping the first
-    /// `skip` bytes (which must end on a word boundary).
-    pub(crate) fn copy_in(&self, start: usize, src: &[u8], skip: usize) -> Result<()> {
-        for word in record_words(src.len()) {
-            match word {
-                Word::U32(at) if at >= skip => {
-                    let value = u32::from_ne_bytes(read_bytes(src, at));
-                    self.store_u32(slab_offset(start, at)?, value, Ordering::Relaxed)?;
-                }
-                Word::U64(at) if at >= skip => {
-                    let value = u64::from_ne_bytes(read_bytes(src, at));
-                    self.writable_u64(slab_offset(start, at)?)?
-                        .store(value, Ordering::Relaxed);
-                }
-                Word::U32(_) | Word::U64(_) => {}
-            }
+    /// Whether `start..start + len` lies inside the slab with `start` 8-aligned.
+    fn check_record(&self, start: usize, len: usize) -> Result<()> {
+        match start.checked_add(len) {
+            Some(end) if end <= self.len && start % size_of::<u64>() == 0 => Ok(()),
+            _ => Err(Error::SlabTooSmall {
+                size: self.len_u64(),
+            }),
         }
-        Ok(())
+    }
+
+    /// The `u64` at `offset`, which [`SlabView::check_record`] has already placed in bounds.
+    fn checked_u64(&self, offset: usize) -> &AtomicU64 {
+        debug_assert!(offset + size_of::<u64>() <= self.len && offset % size_of::<u64>() == 0);
+        // SAFETY: in bounds and 8-aligned (checked by `check_record` for the whole record, and
+        // `record_words` only yields aligned words inside it); see `atomic_u64`.
+        unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast::<u64>()) }
+    }
+
+    /// The `u32` at `offset`, which [`SlabView::check_record`] has already placed in bounds.
+    fn checked_u32(&self, offset: usize) -> &AtomicU32 {
+        debug_assert!(offset + size_of::<u32>() <= self.len && offset % size_of::<u32>() == 0);
+        // SAFETY: as in `checked_u64`, for a 4-aligned word.
+        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast::<u32>()) }
     }
 
     fn len_u64(&self) -> u64 {
@@ -186,24 +225,72 @@ impl SlabView {
     }
 }
 
-fn slab_offset(start: usize, at: usize) -> Result<usize> {
-    start.checked_add(at).ok_or(Error::SlabTooSmall { size: 0 })
+/// The value of one record word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WordValue {
+    /// A 4-byte word.
+    U32(u32),
+    /// An 8-byte word.
+    U64(u64),
 }
 
-/// Copies `bytes` into `dst` at `at`; `record_words` guarantees the range is in bounds.
-fn write_bytes(dst: &mut [u8], at: usize, bytes: &[u8]) {
-    if let Some(target) = dst.get_mut(at..at + bytes.len()) {
-        target.copy_from_slice(bytes);
-    }
+/// The 67,200-byte region map of a view known to cover it: counter words without a bounds
+/// check per access.
+///
+/// Only [`RegionMap::new`] makes one, for a view its caller knows to cover the map, so every
+/// offset below [`NDS_REQUIRED_SIZE`] is mapped for the borrow's lifetime.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RegionMap<'a> {
+    base: NonNull<u8>,
+    view: PhantomData<&'a SlabView>,
 }
 
-/// Reads `N` bytes of `src` at `at`; `record_words` guarantees the range is in bounds.
-fn read_bytes<const N: usize>(src: &[u8], at: usize) -> [u8; N] {
-    let mut bytes = [0; N];
-    if let Some(source) = src.get(at..at + N) {
-        bytes.copy_from_slice(source);
+impl<'a> RegionMap<'a> {
+    /// The region map of `view`.
+    ///
+    /// # Safety
+    ///
+    /// `view` is at least [`NDS_REQUIRED_SIZE`] bytes long.
+    pub(crate) unsafe fn new(view: &'a SlabView) -> Self {
+        debug_assert!(view.len >= NDS_REQUIRED_SIZE);
+        Self {
+            base: view.base,
+            view: PhantomData,
+        }
     }
-    bytes
+
+    /// The `u64` word at `offset`, if it lies inside the region map and is 8-aligned.
+    #[inline]
+    pub(crate) fn word(self, offset: usize) -> Option<&'a AtomicU64> {
+        if offset % size_of::<u64>() != 0 || offset >= NDS_REQUIRED_SIZE {
+            return None;
+        }
+        // SAFETY: the region map is mapped for 'a (see the type's invariant), the word is
+        // inside it and 8-aligned (the base is page aligned); others mutate it only atomically.
+        Some(unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast::<u64>()) })
+    }
+
+    /// Copies `out.len()` consecutive words starting at `start` with relaxed loads, in one
+    /// straight loop. The range is checked once: if it does not lie inside the map, nothing is
+    /// copied (the counter bands always do: nds-abi asserts their ends).
+    #[inline]
+    pub(crate) fn load_words(self, start: usize, out: &mut [u64]) {
+        let in_map = out
+            .len()
+            .checked_mul(size_of::<u64>())
+            .and_then(|bytes| bytes.checked_add(start))
+            .is_some_and(|end| end <= NDS_REQUIRED_SIZE);
+        if !in_map || start % size_of::<u64>() != 0 {
+            return;
+        }
+        // SAFETY: the words are inside the mapped region map (checked above) and 8-aligned.
+        let first = unsafe { self.base.as_ptr().add(start).cast::<u64>() };
+        for (index, value) in out.iter_mut().enumerate() {
+            // SAFETY: `index < out.len()`, so the word is one of those checked above; it is
+            // only ever accessed atomically.
+            *value = unsafe { AtomicU64::from_ptr(first.add(index)) }.load(Ordering::Relaxed);
+        }
+    }
 }
 
 #[cfg(test)]

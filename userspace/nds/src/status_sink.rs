@@ -1,13 +1,15 @@
-//! The status → counter bridge of `nrt-status` writing into a producer's slab: a [`Datastore`]
-//! is a [`CounterSink`], so `nrt_status::report_execution(&datastore, core, status)` counts an
-//! execution result exactly as the runtime would.
+//! The status → counter bridge of `nrt-status` writing into a producer's slab (feature
+//! `status-sink`): a [`Producer`] is a [`CounterSink`], so
+//! `nrt_status::report_execution(&producer, core, status)` counts an execution result exactly
+//! as the runtime would. A [`Datastore`] is one too, refusing writes on a reader handle.
 
 use nrt_status::{Counter, CounterSink};
 
 use crate::datastore::Datastore;
 use crate::error::Error;
+use crate::producer::Producer;
 
-impl CounterSink for Datastore {
+impl CounterSink for Producer {
     type Error = Error;
 
     fn add_nc(&self, core: usize, counter: Counter, delta: u64) -> Result<(), Error> {
@@ -16,6 +18,18 @@ impl CounterSink for Datastore {
 
     fn set_nc(&self, core: usize, counter: Counter, value: u64) -> Result<(), Error> {
         self.set_nc_counter(core, counter.index(), value)
+    }
+}
+
+impl CounterSink for Datastore {
+    type Error = Error;
+
+    fn add_nc(&self, core: usize, counter: Counter, delta: u64) -> Result<(), Error> {
+        self.producer()?.add_nc(core, counter, delta)
+    }
+
+    fn set_nc(&self, core: usize, counter: Counter, value: u64) -> Result<(), Error> {
+        self.producer()?.set_nc(core, counter, value)
     }
 }
 
@@ -31,7 +45,7 @@ mod tests {
     #[test]
     fn execution_results_land_in_the_bridge_counters() {
         let dir = ScratchDir::new();
-        let store = Datastore::open(&Backend::file(dir.path().join("slab")), 0).unwrap();
+        let store = Producer::open(&Backend::file(dir.path().join("slab"))).unwrap();
         report_execution(&store, 1, NrtStatus::SUCCESS).unwrap();
         report_execution(&store, 1, NrtStatus::EXEC_HW_ERR_REPAIRABLE_HBM_UE).unwrap();
         report_latencies(

@@ -1,5 +1,5 @@
-//! Untrusted slab contents: random bytes never panic a reader, and a record is only ever
-//! returned when its hash matches.
+//! Untrusted slab contents: random bytes never panic a reader, a record is only ever returned
+//! when its hash matches, and a counter snapshot returns exactly the slab's words.
 
 mod common;
 
@@ -7,18 +7,52 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use common::{Rng, ScratchDir};
+use nds::abi::counters::{NcCounter, NdCounter};
 use nds::abi::layout::{
     model_record_offset, NDS_MODEL_BITMAP_START, NDS_PROCESS_EXT_INFO_START,
     NDS_PROCESS_INFO_START, NDS_REQUIRED_SIZE, NEURON_DATASTORE_SIZE, SLAB_GENERATION_OFFSET,
 };
+use nds::abi::layout::{nc_counter_offset, nd_counter_offset};
 use nds::abi::records::{record_hash, ModelRecord, ProcessInfoExtRecord, ProcessInfoRecord};
-use nds::{text_lossy, Datastore, ModelEntry, Snapshot};
+use nds::{text_lossy, CounterSnapshot, ModelEntry, NeuronCore, Reader, SlabRead, Snapshot};
 use zerocopy::IntoBytes;
+
+/// The little-endian word of `slab` at `offset`.
+fn word_at(slab: &[u8], offset: usize) -> u64 {
+    u64::from_le_bytes(slab[offset..offset + 8].try_into().unwrap())
+}
 
 /// Calls every reader function and checks that anything returned as valid is exactly what the
 /// slab holds and matches its hash.
-fn read_everything(reader: &Datastore, slab: &[u8]) -> (usize, usize) {
+fn read_everything(reader: &Reader, slab: &[u8]) -> (usize, usize) {
     let (mut valid, mut rejected) = (0, 0);
+    // Nothing moves the generation of a file: the snapshot is valid and is the slab's words.
+    let mut counters = Box::new(CounterSnapshot::new());
+    let SlabRead::Valid(counters) = reader.snapshot(&mut counters) else {
+        panic!("a file's snapshot is always valid");
+    };
+    for (index, &value) in counters.nd.iter().enumerate() {
+        assert_eq!(value, word_at(slab, nd_counter_offset(index).unwrap()));
+    }
+    for (core, values) in counters.nc.iter().enumerate() {
+        for (index, &value) in values.iter().enumerate() {
+            assert_eq!(
+                value,
+                word_at(slab, nc_counter_offset(core, index).unwrap())
+            );
+        }
+    }
+    for core in NeuronCore::ALL {
+        assert_eq!(
+            reader.nc(core, NcCounter::InferCompleted).get(),
+            counters.nc(core, NcCounter::InferCompleted)
+        );
+    }
+    assert_eq!(
+        reader.nd(NdCounter::FeatureBitmap).get(),
+        counters.nd(NdCounter::FeatureBitmap)
+    );
+    assert_eq!(reader.moved(), None);
     for index in 0..40 {
         let result = reader.nd_counter(index);
         assert_eq!(result.is_ok(), index < 31);
@@ -101,13 +135,14 @@ fn seal(slab: &mut [u8], offset: usize, len: usize) {
 struct Fixture {
     _dir: ScratchDir,
     file: File,
-    reader: Datastore,
+    reader: Reader,
 }
 
 impl Fixture {
     fn new() -> Self {
         let dir = ScratchDir::new();
-        let (_producer, reader) = common::producer_and_reader(&dir);
+        let (_producer, _) = common::producer_and_reader(&dir);
+        let reader = Reader::open(&nds::Backend::file(dir.slab_path()), 4242).unwrap();
         let file = std::fs::OpenOptions::new()
             .write(true)
             .open(dir.slab_path())
@@ -216,7 +251,7 @@ fn random_slab_files_of_random_sizes_never_panic_a_reader() {
         }
         let path = dir.path().join(format!("slab-{round}"));
         std::fs::write(&path, &bytes).unwrap();
-        match Datastore::open(&nds::Backend::file(&path), 99) {
+        match Reader::open(&nds::Backend::file(&path), 99) {
             Ok(reader) => {
                 assert!(len >= NDS_REQUIRED_SIZE);
                 let mut view = bytes.clone();

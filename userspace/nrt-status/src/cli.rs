@@ -1,9 +1,10 @@
-//! The command line of the `nrt-status` tool, here rather than in `main.rs` so that the
-//! manual page and shell completions can be generated from it (`nds-dist`).
+//! The command line of the `nrt-status` tool, a module of its binary (the library carries no CLI
+//! dependency). `nds-dist` compiles this same file by path to generate the manual page and
+//! shell completions from these definitions.
 
 use clap::{ArgGroup, Parser};
 
-use crate::NrtStatus;
+use nrt_status::NrtStatus;
 
 /// Describe Neuron Runtime status codes (NRT_STATUS).
 #[derive(Debug, Parser)]

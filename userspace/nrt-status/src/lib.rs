@@ -40,7 +40,6 @@
 
 pub mod band;
 pub mod bridge;
-pub mod cli;
 pub mod counter;
 pub mod decode;
 pub mod errno;

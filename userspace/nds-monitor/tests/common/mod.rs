@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nds::{Backend, Datastore};
+use nds::{Backend, Producer};
 use nds_abi::sysfs::SYSFS_COUNTERS;
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
@@ -161,7 +161,7 @@ pub fn own_pid() -> i32 {
 fn run_workload(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> ProducerReport {
     let path = slab_path(dir, device, pid);
     let existed = path.exists();
-    let store = Datastore::open(&Backend::file(&path), 0).unwrap();
+    let store = Producer::open(&Backend::file(&path)).unwrap();
     let tally = Tally::new();
     let spec = ProducerSpec {
         tag: tag.to_owned(),

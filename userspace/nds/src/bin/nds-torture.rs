@@ -2,8 +2,10 @@
 //!
 //! ```text
 //! nds-torture producer <slab-file> <millis>   rewrite records, bump counters; prints iterations
-//! nds-torture bumper   <slab-file> <millis>   bump the same counters from a second process
-//! nds-torture reader   <slab-file> <millis>   verify every record accepted; prints counts
+//! nds-torture bumper   <slab-file> <millis>   bump the same counters from a second process,
+//!                                             through pre-resolved counter handles
+//! nds-torture reader   <slab-file> <millis>   verify every record accepted, snapshot the
+//!                                             counters; prints counts
 //! ```
 //!
 //! Every record the producer writes is derived from one sequence number, so a reader can check
@@ -12,13 +14,17 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use nds::abi::counters::{ExtNcCounter, NcCounter, NdCounter};
 use nds::abi::records::{ModelMemUsage, ModelNodeInfo, ProcessInfo, ProcessInfoExt};
-use nds::{Backend, Datastore, ModelEntry, ModelSlot, Snapshot};
+use nds::{
+    Backend, CounterSnapshot, CounterWord, ModelEntry, ModelSlot, NeuronCore, Producer, Reader,
+    SlabRead, Snapshot,
+};
 use zerocopy::FromZeros;
 
 /// Counters every writer process bumps: one per addressing band plus an ND counter.
 const BUMPED_NC_COUNTERS: [(usize, usize); 3] = [(0, 1), (3, 40), (15, 94)];
-const BUMPED_ND_COUNTER: usize = 0;
+const BUMPED_ND_COUNTER: NdCounter = NdCounter::RuntimeVersion;
 /// Model slots the producer keeps cycling through.
 const MODEL_SLOTS: usize = 8;
 
@@ -109,7 +115,7 @@ fn model(seq: u64) -> Result<(ModelNodeInfo, ModelMemUsage), String> {
 }
 
 fn produce(backend: &Backend, deadline: Instant) -> Result<String, String> {
-    let store = Datastore::open(backend, 0).map_err(|e| e.to_string())?;
+    let store = Producer::open(backend).map_err(|e| e.to_string())?;
     let mut slots: Vec<ModelSlot> = (0..MODEL_SLOTS)
         .map(|_| store.allocate_model_slot())
         .collect::<Result<_, _>>()
@@ -146,12 +152,12 @@ fn produce(backend: &Backend, deadline: Instant) -> Result<String, String> {
 }
 
 /// Net +1 on every bumped counter, through both increment and decrement.
-fn bump_once(store: &Datastore) -> Result<(), String> {
+fn bump_once(store: &Producer) -> Result<(), String> {
     store
-        .increment_nd_counter(BUMPED_ND_COUNTER, 2)
+        .increment_nd_counter(BUMPED_ND_COUNTER.index(), 2)
         .map_err(|e| e.to_string())?;
     store
-        .decrement_nd_counter(BUMPED_ND_COUNTER, 1)
+        .decrement_nd_counter(BUMPED_ND_COUNTER.index(), 1)
         .map_err(|e| e.to_string())?;
     for (core, index) in BUMPED_NC_COUNTERS {
         store
@@ -165,14 +171,37 @@ fn bump_once(store: &Datastore) -> Result<(), String> {
 }
 
 fn bump(backend: &Backend, deadline: Instant) -> Result<String, String> {
-    let store = Datastore::open(backend, 0).map_err(|e| e.to_string())?;
+    let store = Producer::open(backend).map_err(|e| e.to_string())?;
+    let words = bumped_words(&store)?;
     let mut iterations = 0u64;
     while Instant::now() < deadline {
-        bump_once(&store)?;
+        // Net +1 on each, as `bump_once` does through the integer calls.
+        let [nd, nc, ext, data] = words;
+        nd.add(2);
+        nd.sub(1);
+        for word in [nc, ext, data] {
+            word.add(3);
+            word.sub(2);
+        }
         iterations += 1;
     }
     store.close().map_err(|e| e.to_string())?;
     Ok(format!("iterations={iterations}"))
+}
+
+/// The handles of the bumped counters, resolved once: the ND counter, then the three NC ones.
+fn bumped_words(store: &Producer) -> Result<[CounterWord<'_>; 4], String> {
+    let core = |index| NeuronCore::new(index).ok_or(format!("no core {index}"));
+    let [(nc_core, _), (ext_core, _), (data_core, data_index)] = BUMPED_NC_COUNTERS;
+    Ok([
+        store.nd(BUMPED_ND_COUNTER),
+        store.nc(core(nc_core)?, NcCounter::InferCompleted),
+        store.nc(core(ext_core)?, ExtNcCounter::HwErrRepairableHbmUe),
+        // A reserved counter has no name: its handle comes from the checked index.
+        store
+            .nc_index(data_core, data_index)
+            .map_err(|e| e.to_string())?,
+    ])
 }
 
 #[derive(Default)]
@@ -181,6 +210,7 @@ struct Tally {
     torn: u64,
     empty: u64,
     inconsistent: u64,
+    snapshots: u64,
 }
 
 impl Tally {
@@ -219,10 +249,16 @@ fn model_is_consistent(node: &ModelNodeInfo, usage: &ModelMemUsage) -> bool {
 }
 
 fn read(backend: &Backend, deadline: Instant) -> Result<String, String> {
-    let store = Datastore::open(backend, i32::try_from(std::process::id()).unwrap_or(1))
+    let store = Reader::open(backend, i32::try_from(std::process::id()).unwrap_or(1))
         .map_err(|e| e.to_string())?;
     let mut tally = Tally::default();
+    let mut counters = Box::new(CounterSnapshot::new());
     while Instant::now() < deadline {
+        // Nothing moves a file's generation: every snapshot must be valid.
+        match store.snapshot(&mut counters) {
+            SlabRead::Valid(_) => tally.snapshots += 1,
+            other => return Err(format!("counter snapshot {other:?}")),
+        }
         tally.record(
             store.read_process_info().map_err(|e| e.to_string())?,
             process_info_is_consistent,
@@ -242,7 +278,7 @@ fn read(backend: &Backend, deadline: Instant) -> Result<String, String> {
     }
     store.close().map_err(|e| e.to_string())?;
     Ok(format!(
-        "accepted={} torn={} empty={} inconsistent={}",
-        tally.accepted, tally.torn, tally.empty, tally.inconsistent
+        "accepted={} torn={} empty={} inconsistent={} snapshots={}",
+        tally.accepted, tally.torn, tally.empty, tally.inconsistent, tally.snapshots
     ))
 }

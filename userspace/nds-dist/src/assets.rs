@@ -1,5 +1,5 @@
 //! Manual pages and shell completions of the neuron-ds tools, generated from their clap
-//! command lines (each tool's `cli` module), so that neither can drift from `--help`.
+//! command lines (see [`crate::tools`]), so that neither can drift from `--help`.
 //!
 //! [`write_assets`] lays them out the way the Debian package and `make install-tools`
 //! install them:
@@ -11,22 +11,17 @@
 //! <out>/completions/zsh/_<tool>
 //! <out>/completions/fish/<tool>.fish
 //! ```
-//!
-//! ```
-//! let pages = nds_dist::man_pages(&nds_dist::tools()[0]).unwrap();
-//! assert_eq!(pages[0].file_name, "nrt-status.1");
-//! ```
-
-#![warn(missing_docs)]
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use clap::{Command, CommandFactory};
+use clap::Command;
 use clap_complete::Shell;
 use clap_mangen::Man;
+
+use crate::tools::tools;
 
 /// The manual's name in every page's footer.
 const MANUAL: &str = "neuron-ds";
@@ -37,18 +32,6 @@ pub const SHELLS: [(Shell, &str); 3] = [
     (Shell::Zsh, "zsh"),
     (Shell::Fish, "fish"),
 ];
-
-/// The command line of every installed tool.
-#[must_use]
-pub fn tools() -> Vec<Command> {
-    vec![
-        nrt_status::cli::Cli::command(),
-        nds_loadgen::cli::Cli::command(),
-        nds_metrics::cli::Cli::command(),
-        nds_monitor::cli::Cli::command(),
-        nds_top::cli::Cli::command(),
-    ]
-}
 
 /// One generated file: its name in its directory and its contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,15 +168,4 @@ pub fn write_assets(out: &Path) -> io::Result<Vec<PathBuf>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::civil_date;
-
-    #[test]
-    fn civil_date_matches_known_days() {
-        assert_eq!(civil_date(0), (1970, 1, 1));
-        assert_eq!(civil_date(59), (1970, 3, 1));
-        assert_eq!(civil_date(11_016), (2000, 2, 29));
-        assert_eq!(civil_date(19_722), (2023, 12, 31));
-        assert_eq!(civil_date(20_513), (2026, 3, 1));
-    }
-}
+mod tests;

@@ -5,9 +5,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
+use super::{civil_date, completion, man_pages, write_assets, SHELLS};
+use crate::tools::tools;
 use clap::{Arg, Command};
 use clap_complete::Shell;
-use nds_dist::{completion, man_pages, tools, write_assets, SHELLS};
 
 /// Every visible command of a tool with its page name, the tool first.
 fn visible_commands(tool: &Command) -> Vec<(String, Command)> {
@@ -237,4 +238,31 @@ fn the_debian_package_ships_exactly_the_tools() {
     let tools: Vec<String> = tools().iter().map(|t| t.get_name().to_owned()).collect();
     let tools: BTreeSet<&str> = tools.iter().map(String::as_str).collect();
     assert_eq!(shipped, tools);
+}
+
+#[test]
+fn every_tool_keeps_its_own_about() {
+    for tool in tools() {
+        let about = tool
+            .get_about()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert_ne!(about, env!("CARGO_PKG_DESCRIPTION"), "{}", tool.get_name());
+        assert!(!about.is_empty(), "{} has no about", tool.get_name());
+    }
+    let monitor = tools().remove(3);
+    assert_eq!(
+        monitor.get_about().unwrap().to_string(),
+        "neuron-monitor for the Neuron DataStore: JSON reports per period and Prometheus \
+         exposition from every owned slab and the kernel's totals"
+    );
+}
+
+#[test]
+fn civil_date_matches_known_days() {
+    assert_eq!(civil_date(0), (1970, 1, 1));
+    assert_eq!(civil_date(59), (1970, 3, 1));
+    assert_eq!(civil_date(11_016), (2000, 2, 29));
+    assert_eq!(civil_date(19_722), (2023, 12, 31));
+    assert_eq!(civil_date(20_513), (2026, 3, 1));
 }
