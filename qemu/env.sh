@@ -14,6 +14,9 @@ case " ${KERNEL_RELEASES[*]} " in
     return 2 2>/dev/null || exit 2
     ;;
 esac
+# Build and result directories of the newest release keep their plain names (build/module-base);
+# another release's carry it (build/module-base-7.2).
+KVER_SUFFIX="$([ "$KVER" = "${KERNEL_RELEASES[0]}" ] || echo "-$KVER")"
 KERNEL_PACKAGE="linux-source-$KVER"
 KERNEL_SRC="$CACHE_DIR/src/$KERNEL_PACKAGE"
 TOOLS_DIR="$CACHE_DIR/tools"
