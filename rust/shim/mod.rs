@@ -11,9 +11,11 @@
 //! It is also the only place that knows which kernel release it is built against: Kbuild
 //! passes `--cfg kernel_version="<VERSION>.<PATCHLEVEL>"`, and the files whose kernel API
 //! differs between the supported releases (7.2 and 7.3) select theirs with it, offering the
-//! same items on both ([`misc`]: whether the registration makes files hold the module; [`param`]:
-//! `module!` parameter values and `bool` parameters; [`sysfs`]: `kobj_attribute`'s unions).
+//! same items on both ([`barrier`]: the write barrier's name; [`misc`]: whether the
+//! registration makes files hold the module; [`param`]: `module!` parameter values and `bool`
+//! parameters; [`sysfs`]: `kobj_attribute`'s unions).
 
+pub(crate) mod barrier;
 pub(crate) mod capability;
 pub(crate) mod class;
 pub(crate) mod misc;
