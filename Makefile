@@ -6,13 +6,16 @@
 #   make              build rust/neuron_ds.ko against the cached guest kernel (or KDIR=...)
 #   make CLIPPY=1     the same, with clippy
 #   make deps         install every dependency (Debian packages, rust-src, bindgen, kernel source)
-#   make test         host tests + KUnit in QEMU + guest integration tests, one summary line
+#   make test         host tests + KUnit in QEMU + guest integration tests on Linux 7.3, and
+#                     KUnit + guest tests on Linux 7.2 too; one summary line
 #   make test-debug   the same on the debug kernel (KASAN, lockdep, Rust debug assertions)
 #   make stress       full stress campaign in the guest (CYCLES=, PROCESSES=, VARIANT=debug)
 #   make fuzz-ioctl   full syscall fuzzer in the guest (CALLS=, SEED=, VARIANT=debug)
 #   make demo         the main job: boot the guest, load the module, show it working
 #   make bench        host + guest benchmarks as one table (not part of make test)
 #   make qemu-run EXTRA=<dir> CMD='<command>'   run your own program against the module
+#   KVER=7.2|7.3      the kernel release of make, make kernel, make qemu-run, make demo ...
+#                     (default: the newest, 7.3; qemu/env.sh lists the supported ones)
 #   make rustfmt / make rustfmtcheck            format / check the module's Rust sources
 #
 # Installing on a host (Documentation/install.rst); KDIR defaults to the running kernel's
@@ -33,7 +36,8 @@ ifeq ($(origin KDIR),undefined)
 KDIR_FROM_CACHE := 1
 endif
 
-MODULE_OUT = $(ROOT)/build/module-$(VARIANT)
+# build/module-<variant> for the newest release, build/module-<variant>-<release> for another.
+MODULE_OUT := $(ROOT)/build/module-$(VARIANT)$(shell KVER='$(KVER)' bash -c 'source qemu/env.sh && echo "$$KVER_SUFFIX"')
 MODULE = $(MODULE_OUT)/rust/neuron_ds.ko
 
 .PHONY: all module deps kernel test test-debug demo bench qemu-run rustfmt rustfmtcheck clean \

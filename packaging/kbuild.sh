@@ -14,6 +14,11 @@
 # when it sees one, which would pick an unversioned clang that may not be the kernel's.
 set -euo pipefail
 
+# The kernel releases whose Rust API the module is written against, oldest first (rust/shim/
+# absorbs their differences). An older release is refused before anything compiles; a newer
+# one is tried with the newest release's API.
+supported_releases=(7.2 7.3)
+
 src="$(cd "$(dirname "$0")/.." && pwd)"
 check_only=false
 if [ "${1:-}" = "--check" ]; then
@@ -30,16 +35,18 @@ shift
 problems=()
 problem() { problems+=("$*"); }
 explain_and_exit() {
+    local releases="${supported_releases[*]}"
     {
         echo "neuron_ds: cannot build against the kernel tree $kdir:"
         printf '  - %s\n' "${problems[@]}"
-        echo "neuron_ds is a Rust kernel module. Building it out of tree needs the *complete* build"
-        echo "directory of a kernel configured with CONFIG_RUST=y: Module.symvers, include/config,"
-        echo "scripts/ and the Rust metadata of that build (rust/*.rmeta, rust/libmacros.so, ...),"
-        echo "and the very rustc that built the kernel. Distribution linux-headers packages are made"
-        echo "like the kernel's own 'make bindeb-pkg' headers (scripts/package/install-extmod-build),"
-        echo "which copies no Rust artifacts, so they usually cannot build Rust modules. See"
-        echo "Documentation/install.rst, 'What the kernel must provide'."
+        echo "neuron_ds is a Rust kernel module for Linux ${releases// / and }. Building it out of tree"
+        echo "needs the *complete* build directory of a kernel configured with CONFIG_RUST=y:"
+        echo "Module.symvers, include/config, scripts/ and the Rust metadata of that build"
+        echo "(rust/*.rmeta, rust/libmacros.so, ...), and the very rustc that built the kernel."
+        echo "Distribution linux-headers packages are made like the kernel's own 'make bindeb-pkg'"
+        echo "headers (scripts/package/install-extmod-build), which copies no Rust artifacts, so they"
+        echo "usually cannot build Rust modules unless the distribution ships that metadata in a"
+        echo "package of its own. See Documentation/install.rst, 'What the kernel must provide'."
     } >&2
     exit 1
 }
@@ -58,6 +65,21 @@ fi
 if [ ! -f "$kdir/include/config/auto.conf" ]; then
     problem "no include/config/auto.conf: the tree is not configured and prepared"
     explain_and_exit
+fi
+# The release as kbuild states it (VERSION.PATCHLEVEL, the prefix of the kernel release).
+release_file="$kdir/include/config/kernel.release"
+if ! kernel_release="$(cat "$release_file" 2>/dev/null)" ||
+    ! [[ "$kernel_release" =~ ^([0-9]+)\.([0-9]+) ]]; then
+    problem "no kernel release in include/config/kernel.release: the tree is not prepared"
+else
+    version="${BASH_REMATCH[1]}" patchlevel="${BASH_REMATCH[2]}"
+    oldest="${supported_releases[0]}" newest="${supported_releases[-1]}"
+    release_number() { echo $((${1%%.*} * 1000 + ${1#*.})); }
+    if [ "$(release_number "$version.$patchlevel")" -lt "$(release_number "$oldest")" ]; then
+        problem "Linux $version.$patchlevel ($kernel_release) is older than the oldest release neuron_ds supports, $oldest: its kernel crate lacks the Rust API the module is written against. Use Linux $oldest or newer"
+    elif [ "$(release_number "$version.$patchlevel")" -gt "$(release_number "$newest")" ]; then
+        echo "neuron_ds: note: Linux $version.$patchlevel is newer than the newest release the module was tested with ($newest); building with $newest's kernel API" >&2
+    fi
 fi
 if [ "$(config CONFIG_RUST)" != "y" ]; then
     problem "the kernel is built without Rust support (CONFIG_RUST is not set): it cannot load a Rust module"
@@ -89,6 +111,15 @@ if ! have_rustc="$("${RUSTC:-rustc}" --version 2>/dev/null | tr -d '#')"; then
     problem "no rustc on PATH; the module needs the kernel's rustc: $want_rustc"
 elif [ "$have_rustc" != "$want_rustc" ]; then
     problem "rustc differs from the one that built the kernel: the kernel has '$want_rustc', PATH has '$have_rustc'"
+fi
+
+# --- bindgen: an out-of-tree build uses the kernel's generated bindings (rust/libbindings.rmeta)
+# and runs no bindgen, so another one is only worth a note: it matters to whoever regenerates
+# the kernel's bindings, and its layouts are the ones the module was compiled against.
+want_bindgen="$(config CONFIG_BINDGEN_VERSION_TEXT)"
+if [ -n "$want_bindgen" ] && have_bindgen="$("${BINDGEN:-bindgen}" --version 2>/dev/null | head -n1)" &&
+    [ -n "$have_bindgen" ] && [ "$have_bindgen" != "$want_bindgen" ]; then
+    echo "neuron_ds: note: bindgen differs from the one that generated the kernel's bindings: the kernel has '$want_bindgen', PATH has '$have_bindgen'. The module build runs no bindgen (it compiles against the kernel's generated bindings), so it goes on." >&2
 fi
 
 # --- the kernel's C toolchain

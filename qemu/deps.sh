@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything neuron-ds needs on a Debian 12 machine, as root, idempotently:
-# Debian packages, rust-src and the musl target, a pinned bindgen-cli, and the Linux 7.3
-# source from Debian's linux-source-7.3 package (trixie-backports), fetched through a
-# private apt configuration so the system's apt setup stays untouched.
+# Debian packages, rust-src and the musl target, a pinned bindgen-cli, and the source of every
+# supported kernel release (qemu/env.sh's KERNEL_RELEASES) from Debian's linux-source-<release>
+# package, fetched through a private apt configuration so the system's apt setup stays
+# untouched.
 #
 # Usage: qemu/deps.sh            (everything)
 #        qemu/deps.sh --host     (only what the host-side userspace tests need)
@@ -57,7 +58,7 @@ debian_mirror() {
         } | grep -v -- '-security' | grep -E '/debian/?$' | head -n1
     )"
     [ -n "$uri" ] || {
-        log "no Debian archive found in /etc/apt/sources.list*; cannot fetch linux-source-7.3"
+        log "no Debian archive found in /etc/apt/sources.list*; cannot fetch the kernel sources"
         exit 1
     }
     printf '%s\n' "${uri%/}"
@@ -79,34 +80,53 @@ install_cargo_deb() {
     fi
 }
 
-fetch_kernel_source() {
-    [ -f "$KERNEL_SRC/Makefile" ] && return 0
-    local apt_dir="$CACHE_DIR/apt" mirror
+# apt-get under the private configuration: one line per suite that serves a kernel release,
+# against the machine's own Debian mirror. The first call of a run updates its package lists.
+apt_dir="$CACHE_DIR/apt"
+private_apt_opts=(
+    -o "Dir::Etc::SourceList=$apt_dir/sources.list"
+    -o "Dir::Etc::SourceParts=/dev/null"
+    -o "Dir::State::Lists=$apt_dir/lists"
+    -o "Dir::Cache=$apt_dir/cache"
+    -o "APT::Sandbox::User=root"
+)
+private_apt_updated=false
+update_private_apt() {
+    $private_apt_updated && return 0
+    local mirror suites suite
     mirror="$(debian_mirror)"
+    mapfile -t suites < <(printf '%s\n' "${KERNEL_SUITE[@]}" | sort -u)
     mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/download"
-    printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s trixie-backports main\n' \
-        "$mirror" >"$apt_dir/sources.list"
-    local opts=(
-        -o "Dir::Etc::SourceList=$apt_dir/sources.list"
-        -o "Dir::Etc::SourceParts=/dev/null"
-        -o "Dir::State::Lists=$apt_dir/lists"
-        -o "Dir::Cache=$apt_dir/cache"
-        -o "APT::Sandbox::User=root"
-    )
-    log "fetching $KERNEL_PACKAGE from trixie-backports of $mirror"
-    apt-get "${opts[@]}" update
-    (cd "$apt_dir/download" && apt-get "${opts[@]}" download "$KERNEL_PACKAGE")
-    local deb
-    deb="$(ls -t "$apt_dir/download/${KERNEL_PACKAGE}"_*.deb | head -n1)"
-    rm -rf "$apt_dir/unpack" && mkdir -p "$apt_dir/unpack"
-    dpkg-deb -x "$deb" "$apt_dir/unpack"
+    for suite in "${suites[@]}"; do
+        printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' \
+            "$mirror" "$suite"
+    done >"$apt_dir/sources.list"
+    log "updating the private package lists of ${suites[*]} from $mirror"
+    apt-get "${private_apt_opts[@]}" update >&2
+    private_apt_updated=true
+}
+
+# fetch_kernel_source RELEASE: unpacks linux-source-RELEASE into the cache, once.
+fetch_kernel_source() {
+    local release="$1"
+    local package="linux-source-$release" src="$CACHE_DIR/src/linux-source-$release"
+    [ -f "$src/Makefile" ] && return 0
+    update_private_apt
+    log "fetching $package from ${KERNEL_SUITE[$release]}"
+    # The newest version the suite serves; older package files of the release go away.
+    rm -f "$apt_dir/download/${package}"_*.deb
+    (cd "$apt_dir/download" && apt-get "${private_apt_opts[@]}" download "$package/${KERNEL_SUITE[$release]}")
+    local deb unpack="$apt_dir/unpack-$release"
+    deb="$(ls "$apt_dir/download/${package}"_*.deb)"
+    rm -rf "$unpack" && mkdir -p "$unpack"
+    dpkg-deb -x "$deb" "$unpack"
     local tarball
-    tarball="$(ls "$apt_dir"/unpack/usr/src/linux-source-*.tar.xz | head -n1)"
-    rm -rf "$KERNEL_SRC.tmp" && mkdir -p "$KERNEL_SRC.tmp"
-    tar -xf "$tarball" -C "$KERNEL_SRC.tmp" --strip-components=1
-    mv "$KERNEL_SRC.tmp" "$KERNEL_SRC"
-    rm -rf "$apt_dir/unpack"
-    log "kernel source ready in $KERNEL_SRC ($(make -s -C "$KERNEL_SRC" kernelversion))"
+    tarball="$(ls "$unpack/usr/src/linux-source-$release.tar.xz")"
+    rm -rf "$src.tmp" && mkdir -p "$src.tmp"
+    tar -xf "$tarball" -C "$src.tmp" --strip-components=1
+    mv "$src.tmp" "$src"
+    rm -rf "$unpack"
+    log "kernel source ready in $src ($(make -s -C "$src" kernelversion))"
 }
 
 mkdir -p "$CACHE_DIR"
@@ -122,6 +142,8 @@ case "${1:-}" in
     install_packages "${host_packages[@]}" "${kernel_packages[@]}" "${packaging_packages[@]}"
     install_rust_parts
     install_cargo_deb
-    fetch_kernel_source
+    for release in "${KERNEL_RELEASES[@]}"; do
+        fetch_kernel_source "$release"
+    done
     ;;
 esac

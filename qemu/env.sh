@@ -1,7 +1,23 @@
 # Shared settings for the qemu/ scripts; sourced, never run.
 # Everything built or downloaded lives outside the repository, under CACHE_DIR.
 CACHE_DIR="${NEURON_DS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/neuron-ds}"
-KERNEL_PACKAGE=linux-source-7.3
+# The kernel releases the module supports, newest first, and the suite of the Debian archive
+# that serves each one's linux-source-<release> package. KVER picks the release the qemu/
+# scripts work on (default: the newest); the oldest is the floor packaging/kbuild.sh enforces.
+KERNEL_RELEASES=(7.3 7.2)
+declare -A KERNEL_SUITE=([7.3]=trixie-backports [7.2]=trixie-backports)
+KVER="${KVER:-${KERNEL_RELEASES[0]}}"
+case " ${KERNEL_RELEASES[*]} " in
+*" $KVER "*) ;;
+*)
+    echo "KVER=$KVER is not a supported kernel release (${KERNEL_RELEASES[*]})" >&2
+    return 2 2>/dev/null || exit 2
+    ;;
+esac
+# Build and result directories of the newest release keep their plain names (build/module-base);
+# another release's carry it (build/module-base-7.2).
+KVER_SUFFIX="$([ "$KVER" = "${KERNEL_RELEASES[0]}" ] || echo "-$KVER")"
+KERNEL_PACKAGE="linux-source-$KVER"
 KERNEL_SRC="$CACHE_DIR/src/$KERNEL_PACKAGE"
 TOOLS_DIR="$CACHE_DIR/tools"
 BINDGEN_VERSION=0.72.1

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the Rust-enabled Linux 7.3 guest kernel for a variant (base or debug) into the
-# cache, keyed by kernel version, config fragment and toolchain versions, and prints the
-# build directory. A second call with the same key returns at once.
+# Builds the Rust-enabled guest kernel of one release (KVER, qemu/env.sh: 7.3 by default,
+# or 7.2) and one variant (base or debug) into the cache, keyed by kernel version, config
+# fragments and toolchain versions, and prints the build directory. Every release gets the
+# same fragments and the same checks. A second call with the same key returns at once.
 #
-# Usage: qemu/kernel.sh base|debug          build if needed, print the build dir
-#        qemu/kernel.sh --dir base|debug    print the build dir without building
+# Usage: [KVER=7.2|7.3] qemu/kernel.sh base|debug          build if needed, print the build dir
+#        [KVER=7.2|7.3] qemu/kernel.sh --dir base|debug    print the build dir without building
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -26,7 +27,7 @@ debug) fragments=("$here/kernel.config" "$here/kernel-debug.config") ;;
     ;;
 esac
 
-log() { printf 'kernel[%s]: %s\n' "$variant" "$*" >&2; }
+log() { printf 'kernel[%s %s]: %s\n' "$KVER" "$variant" "$*" >&2; }
 
 # Later fragments override earlier ones option by option.
 merged_fragment() {
@@ -47,7 +48,7 @@ cache_key() {
 }
 
 [ -f "$KERNEL_SRC/Makefile" ] || {
-    echo "kernel.sh: no kernel source at $KERNEL_SRC; run 'make deps' first" >&2
+    echo "kernel.sh: no Linux $KVER source at $KERNEL_SRC; run 'make deps' first" >&2
     exit 1
 }
 out="$CACHE_DIR/build/$(make -s -C "$KERNEL_SRC" kernelversion)-$variant-$(cache_key)"

@@ -4,10 +4,12 @@
 # with CMD's status. The console scan of qemu/boot.sh still applies: a kernel complaint
 # fails the run even when CMD succeeded. MODULE_PARAMS='...' are passed to insmod.
 #
-# Usage: qemu/qemu-run.sh VARIANT EXTRA_DIR|'' CMD
+# Usage: [KVER=7.2|7.3] qemu/qemu-run.sh VARIANT EXTRA_DIR|'' CMD
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=qemu/env.sh
+source "$root/qemu/env.sh"
 variant="${1:-base}" extra="${2:-}" cmd="${3:-}"
 [ -n "$cmd" ] || {
     echo "usage: make qemu-run [VARIANT=debug] [EXTRA=<dir>] CMD='<command>'" >&2
@@ -18,14 +20,14 @@ cd "$root"
 mkdir -p build && exec 8>build/.harness.lock && flock 8
 make -s module VARIANT="$variant"
 
-out="$root/build/qemu-run-$variant"
+out="$root/build/qemu-run-$variant$KVER_SUFFIX"
 rm -rf "$out" && mkdir -p "$out/work"
 [ -z "$extra" ] || cp -a "$extra"/. "$out/work/"
 printf '#!/bin/sh\necho "NEURON-DS-RUN-BEGIN"\n%s\nrc=$?\necho "NEURON-DS-RUN-END rc=$rc"\nexit $rc\n' \
     "$cmd" >"$out/work/run.sh"
 chmod +x "$out/work/run.sh"
 # shellcheck disable=SC2086
-bash qemu/initramfs.sh "$out/initramfs.cpio.gz" "build/module-$variant/rust/neuron_ds.ko" "$out/work" \
+bash qemu/initramfs.sh "$out/initramfs.cpio.gz" "build/module-$variant$KVER_SUFFIX/rust/neuron_ds.ko" "$out/work" \
     ${MODULE_PARAMS:-}
 boot_status=0
 bash qemu/boot.sh "$(bash qemu/kernel.sh --dir "$variant")" "$out/initramfs.cpio.gz" "$out/console.log" ||

@@ -28,6 +28,7 @@
 use crate::{
     abi::layout::SLAB_GENERATION_OFFSET,
     shim::{
+        barrier::smp_wmb,
         capability::perfmon_capable,
         shared_pages::SharedPages,
         sysfs::SysfsText,
@@ -67,10 +68,6 @@ use kernel::{
         atomic::{
             ordering::Relaxed,
             Atomic, //
-        },
-        barrier::{
-            smp_mb,
-            Write as WriteBarrier, //
         },
         Arc, CondVar, Mutex,
     },
@@ -490,7 +487,7 @@ impl DeviceState {
             // which the release wrote; it is written again around the zeroing, which covers the
             // generation's page too.
             let _ = slab.store(SLAB_GENERATION_OFFSET, generation);
-            smp_mb(WriteBarrier);
+            smp_wmb();
             let _ = slab.zero_all();
             let _ = slab.store(SLAB_GENERATION_OFFSET, generation);
         }

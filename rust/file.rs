@@ -191,8 +191,8 @@ impl OpenFile {
 impl MiscDevice for OpenFile {
     type Ptr = Pin<KBox<Self>>;
 
-    fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
-        let device = MiscRegistration::of(misc).data().clone();
+    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
+        let device = MiscRegistration::open(file, misc)?.data().clone();
         let opener = ARef::from(current!().group_leader());
         let (file_device, file_opener) = (device.clone(), opener.clone());
         let file = KBox::try_pin_init(

@@ -60,7 +60,10 @@ mod sysfs_tree;
 
 use shim::{
     class::Class,
-    param::module_param, //
+    param::{
+        module_param,
+        ModuleParamValue, //
+    },
 };
 
 module! {
@@ -82,13 +85,15 @@ module! {
             default: 150000,
             description: "Metrics posting period in milliseconds (0: no metrics worker)",
         },
-        strict_reader_mappings: bool {
-            default: false,
-            description: "Refuse a reader's PROT_WRITE mmap with EPERM (default: map it read-only)",
-        },
     },
 }
 
+module_param!(
+    STRICT_READER_MAPPINGS: bool = false,
+    "strict_reader_mappings",
+    "Refuse a reader's PROT_WRITE mmap with EPERM (default: map it read-only)",
+    0
+);
 module_param!(
     NODE_NAME: charp,
     "node_name",
@@ -128,8 +133,8 @@ struct NeuronDsModule {
 
 impl kernel::Module for NeuronDsModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let device_count = module_parameters::devices.value();
-        let core_count = module_parameters::cores_per_device.value();
+        let device_count = module_parameters::devices.get();
+        let core_count = module_parameters::cores_per_device.get();
         if !(1..=MAX_PARAMETER).contains(&device_count)
             || !(1..=MAX_PARAMETER).contains(&core_count)
         {
@@ -165,13 +170,13 @@ impl kernel::Module for NeuronDsModule {
                 index,
                 core_count: usize::try_from(core_count)?,
                 time_unit_ps,
-                strict_reader_mappings: module_parameters::strict_reader_mappings.value(),
+                strict_reader_mappings: STRICT_READER_MAPPINGS.get(),
             };
             let device = neuron_device::NeuronDevice::new(
                 class.clone(),
                 node_name,
                 config,
-                module_parameters::metrics_period_ms.value(),
+                module_parameters::metrics_period_ms.get(),
             )?;
             devices.push(device, GFP_KERNEL)?;
         }

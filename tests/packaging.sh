@@ -18,6 +18,11 @@ source qemu/env.sh
 
 kdir="$(bash qemu/kernel.sh --dir "$variant")"
 release="$(cat "$kdir/include/config/kernel.release")"
+# The other supported releases' trees, by release (7.2 -> the cached base build of 7.2).
+declare -A other_kdirs=()
+for kver in "${KERNEL_RELEASES[@]}"; do
+    [ "$kver" = "$KVER" ] || other_kdirs[$kver]="$(KVER="$kver" bash qemu/kernel.sh --dir base)"
+done
 module="build/module-$variant/rust/neuron_ds.ko"
 version="$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' packaging/dkms.conf)"
 tmp="$(mktemp -d)"
@@ -94,6 +99,67 @@ kbuild_explains_another_rustc() {
     cat "$tmp/err"
     contains "$tmp/err" "rustc differs from the one that built the kernel" &&
         contains "$tmp/err" "rustc 1.0.0"
+}
+
+kbuild_accepts_the_other_releases_trees() {
+    local kver vars
+    for kver in "${!other_kdirs[@]}"; do
+        vars="$(bash packaging/kbuild.sh --check "${other_kdirs[$kver]}")" || return 1
+        [ "$vars" = "LLVM=$LLVM_SUFFIX" ] || fail "Linux $kver: variables '$vars'" || return 1
+    done
+}
+
+kbuild_supports_the_harness_releases() {
+    local listed
+    listed="$(sed -n 's/^supported_releases=(\(.*\))$/\1/p' packaging/kbuild.sh)"
+    # kbuild.sh lists them oldest first, qemu/env.sh newest first.
+    [ "$listed" = "$(printf '%s\n' "${KERNEL_RELEASES[@]}" | tac | paste -sd' ')" ] ||
+        fail "kbuild.sh supports '$listed', qemu/env.sh has '${KERNEL_RELEASES[*]}'"
+}
+
+# A copy of the oldest supported release's complete tree (symbolic links to its files) that
+# claims the release before it, as a kernel of that release would: everything else in it is
+# fine, so the release is the only thing to refuse.
+older_than_supported_tree() {
+    local oldest="${KERNEL_RELEASES[-1]}" tree="$tmp/older-tree"
+    local source_tree="${other_kdirs[$oldest]:-$kdir}"
+    rm -rf "$tree" && cp -as "$source_tree/." "$tree/"
+    rm "$tree/include/config/kernel.release"
+    echo "${oldest%.*}.$((${oldest#*.} - 1)).9" >"$tree/include/config/kernel.release"
+    echo "$tree"
+}
+
+kbuild_refuses_a_release_older_than_supported() {
+    local tree oldest="${KERNEL_RELEASES[-1]}"
+    local older="${oldest%.*}.$((${oldest#*.} - 1))"
+    tree="$(older_than_supported_tree)"
+    if bash packaging/kbuild.sh --check "$tree" 2>"$tmp/err"; then
+        fail "accepted Linux $older"
+    fi
+    cat "$tmp/err"
+    contains "$tmp/err" "Linux $older ($older.9) is older than the oldest release neuron_ds supports, $oldest" &&
+        contains "$tmp/err" "Use Linux $oldest or newer" || return 1
+    [ "$(grep -c '^  - ' "$tmp/err")" -eq 1 ] || fail "more than the release was refused"
+    # The build itself stops there too, before kbuild compiles anything.
+    if bash packaging/kbuild.sh "$tree" MO="$tmp/older-out" modules >"$tmp/build.log" 2>&1; then
+        fail "built for Linux $older"
+    fi
+    contains "$tmp/build.log" "is older than the oldest release neuron_ds supports" || return 1
+    ! grep -E 'RUSTC|error\[E|^error' "$tmp/build.log" || fail "the compiler ran" || return 1
+    [ ! -e "$tmp/older-out" ] || fail "kbuild wrote $tmp/older-out"
+}
+
+kbuild_notes_another_bindgen() {
+    local vars
+    printf '#!/bin/sh\necho "bindgen 0.1.0"\n' >"$tmp/bindgen"
+    chmod +x "$tmp/bindgen"
+    vars="$(BINDGEN="$tmp/bindgen" bash packaging/kbuild.sh --check "$kdir" 2>"$tmp/err")" ||
+        fail "refused: $(cat "$tmp/err")" || return 1
+    cat "$tmp/err"
+    [ "$vars" = "LLVM=$LLVM_SUFFIX" ] &&
+        contains "$tmp/err" "bindgen differs from the one that generated the kernel's bindings" &&
+        contains "$tmp/err" "the kernel has '$(sed -n 's/^CONFIG_BINDGEN_VERSION_TEXT="\(.*\)"$/\1/p' "$kdir/include/config/auto.conf")'" &&
+        contains "$tmp/err" "PATH has 'bindgen 0.1.0'"
 }
 
 kbuild_explains_a_missing_tree() {
@@ -251,6 +317,35 @@ dkms_adds_and_builds_against_the_kernel_tree() {
 dkms_status_reports_built() {
     "${dkms[@]}" status -m neuron-ds -v "$version" | tee "$tmp/status"
     contains "$tmp/status" "neuron-ds/$version, $release, x86_64: built"
+}
+
+dkms_builds_against_the_other_releases_trees() {
+    local kver tree other built
+    for kver in "${!other_kdirs[@]}"; do
+        tree="${other_kdirs[$kver]}"
+        other="$(cat "$tree/include/config/kernel.release")"
+        "${dkms[@]}" build -m neuron-ds -v "$version" -k "$other" --kernelsourcedir "$tree" || {
+            cat "$tmp/dkms/neuron-ds/$version/build/make.log"
+            return 1
+        }
+        built="$tmp/dkms/neuron-ds/$version/$other/x86_64/module/neuron_ds.ko"
+        modinfo -F vermagic "$built" | grep -q "^$other " || fail "vermagic of $built" || return 1
+        "${dkms[@]}" status -m neuron-ds -v "$version" -k "$other" |
+            grep -qx "neuron-ds/$version, $other, x86_64: built" || fail "dkms status for $other" || return 1
+    done
+}
+
+dkms_refuses_a_release_older_than_supported() {
+    local tree older
+    tree="$(older_than_supported_tree)"
+    older="$(cat "$tree/include/config/kernel.release")"
+    if "${dkms[@]}" build -m neuron-ds -v "$version" -k "$older" --kernelsourcedir "$tree" >"$tmp/out" 2>&1; then
+        fail "dkms built for $older"
+    fi
+    local log="$tmp/dkms/neuron-ds/$version/build/make.log"
+    cat "$log"
+    contains "$log" "is older than the oldest release neuron_ds supports" || return 1
+    ! grep -E 'RUSTC|error\[E' "$log" || fail "the compiler ran"
 }
 
 dkms_skips_a_kernel_without_rust() {
@@ -451,6 +546,10 @@ check "kbuild.sh explains a tree without the Rust metadata (headers package)" kb
 check "kbuild.sh explains a kernel without CONFIG_RUST" kbuild_explains_a_kernel_without_rust
 check "kbuild.sh explains a rustc other than the kernel's" kbuild_explains_another_rustc
 check "kbuild.sh explains a missing tree" kbuild_explains_a_missing_tree
+check "kbuild.sh accepts the other supported releases' trees" kbuild_accepts_the_other_releases_trees
+check "kbuild.sh supports the releases the harness builds" kbuild_supports_the_harness_releases
+check "kbuild.sh refuses a release older than the oldest supported, before compiling" kbuild_refuses_a_release_older_than_supported
+check "kbuild.sh notes a bindgen other than the kernel's, naming both, and goes on" kbuild_notes_another_bindgen
 check "modinfo lists every declared parameter, each with a description" modinfo_describes_every_parameter
 check "modinfo has description, author, license, name, vermagic" modinfo_has_description_author_license
 check "the modprobe.d example names every parameter, all commented out" modprobe_example_names_every_parameter
@@ -463,6 +562,8 @@ check "dkms.conf parses as dkms sources it and matches the project" dkms_conf_ma
 check "make dkms-source stages a complete DKMS tree" dkms_source_tree_is_complete
 check "dkms add + build against the kernel tree" dkms_adds_and_builds_against_the_kernel_tree
 check "dkms status reports the module built" dkms_status_reports_built
+check "dkms build against the other supported releases' trees" dkms_builds_against_the_other_releases_trees
+check "dkms build refuses a release older than the oldest supported (make.log says why)" dkms_refuses_a_release_older_than_supported
 check "dkms skips a kernel without CONFIG_RUST" dkms_skips_a_kernel_without_rust
 check "make install on the live system (sandboxed): module, depmod, group, udev rule" live_install_works
 check "make dkms-install on the live system (sandboxed): installed, and again" live_dkms_install_works

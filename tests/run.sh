@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # `make test` / `make test-debug`: host tests, the module build, the packaging tests
 # (tests/packaging.sh), then one QEMU boot that loads the module (its KUnit suites run at
-# insmod) and runs the guest integration tests. Ends with one line "N passed, N failed"
-# summing them all; exits non-zero if anything failed.
+# insmod) and runs the guest integration tests, on the newest kernel release. The module is
+# also built with clippy on every older supported release (qemu/env.sh), whose tree the
+# packaging tests give to DKMS too; `make test` gives each a guest pass of its own (KUnit,
+# guest tests, console scan) on its base kernel, booted while the host tests run.
+# Ends with one line "N passed, N failed" summing them all; exits non-zero if anything failed.
 #
 # Usage: tests/run.sh base|debug
 set -uo pipefail
@@ -10,8 +13,13 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 variant="${1:-base}"
 cd "$root" || exit 1
+unset KVER
 # shellcheck source=qemu/env.sh
 source qemu/env.sh
+# The release of the full run; the older ones get the module build, the packaging tests' DKMS
+# build and (make test only) a guest pass, all on their base kernel.
+newest="${KERNEL_RELEASES[0]}"
+older=("${KERNEL_RELEASES[@]:1}")
 
 passed=0 failed=0
 # One harness run at a time: runs share build/ and the two cores.
@@ -35,11 +43,108 @@ finish() {
     exit $?
 }
 
-step "dependencies and the $variant kernel"
-if ! make -s deps || ! make -s kernel VARIANT="$variant"; then
+step "dependencies and the kernels: $variant on Linux $newest${older:+, base on Linux ${older[*]}}"
+setup_ok=true
+make -s deps && make -s kernel VARIANT="$variant" || setup_ok=false
+for release in "${older[@]}"; do
+    $setup_ok && make -s kernel VARIANT=base KVER="$release" || setup_ok=false
+done
+if ! $setup_ok; then
     count 0 1 "setup"
     finish
 fi
+
+# module_build <release> <variant>: the module with clippy; its warnings count as a failure.
+module_build() {
+    local release="$1" build_variant="$2" log="$results/module-$1.log"
+    step "module build with clippy ($build_variant, Linux $release)"
+    # Always recompile, with clippy, so that its warnings count as build warnings below.
+    rm -f "build/module-$build_variant$(release_suffix "$release")/rust/neuron_ds.o"
+    if ! make -s module VARIANT="$build_variant" KVER="$release" CLIPPY=1 2>&1 | tee "$log"; then
+        count 0 1 "module build (Linux $release)"
+        return 1
+    fi
+    if grep -q 'warning' "$log"; then
+        echo "the module build printed warnings"
+        count 0 1 "module build without warnings (Linux $release)"
+    else
+        count 1 0 "module build without warnings (Linux $release)"
+    fi
+}
+release_suffix() { [ "$1" = "$newest" ] || echo "-$1"; }
+
+# guest_boot <release> <variant> <dir> <work>: the initramfs with that release's module, its
+# twin and the guest work directory <work>, and one boot; the console goes to <dir>/console.log,
+# the verdict to <dir>/boot.status.
+guest_boot() {
+    local release="$1" boot_variant="$2" dir="$3" boot_work="$4" status=0
+    # A second copy of the module under another name, for the coexistence test.
+    if ! KVER="$release" bash tests/twin-module.sh "$boot_variant" "$boot_work/neuron_ds_twin.ko"; then
+        echo "twin module build failed" >"$dir/console.log"
+        echo 1 >"$dir/boot.status"
+        return
+    fi
+    # A short metrics period so that the metrics test sees several periods; two devices for the
+    # stress and fuzz campaigns (the other tests use neuron0 only).
+    bash qemu/initramfs.sh "$dir/initramfs.cpio.gz" \
+        "build/module-$boot_variant$(release_suffix "$release")/rust/neuron_ds.ko" "$boot_work" \
+        metrics_period_ms=400 devices=2 cores_per_device=2
+    bash qemu/boot.sh "$(KVER="$release" bash qemu/kernel.sh --dir "$boot_variant")" \
+        "$dir/initramfs.cpio.gz" "$dir/console.log" || status=$?
+    echo "$status" >"$dir/boot.status"
+}
+
+# guest_counts <release> <dir>: KUnit, guest tests and the run's verdict from a guest_boot.
+guest_counts() {
+    local release="$1" dir="$2" kp kf gp gf
+    # KUnit: every test case line inside our suites' KTAP blocks.
+    read -r kp kf < <(awk '/^NEURON-DS-KTAP-BEGIN/ { on = 1; next } /^NEURON-DS-KTAP-END/ { on = 0 }
+        on && /^[ \t]+ok [0-9]+ / { p++ } on && /^[ \t]+not ok [0-9]+ / { f++ }
+        END { printf "%d %d\n", p, f }' "$dir/console.log")
+    if [ "$kp" -eq 0 ] && [ "$kf" -eq 0 ]; then
+        echo "no KUnit results came back from the Linux $release guest"
+        kf=1
+    fi
+    count "$kp" "$kf" "KUnit (neuron_ds suites, Linux $release)"
+
+    sed -n '/^NEURON-DS-GUEST-TESTS-BEGIN/,/^NEURON-DS-GUEST-TESTS-END/p' "$dir/console.log" >"$dir/guest.log"
+    read -r gp gf < <(libtest_totals "$dir/guest.log")
+    grep -q '^NEURON-DS-GUEST-TESTS-END' "$dir/guest.log" || gf=$((gf + 1))
+    count "$gp" "$gf" "guest tests (Linux $release)"
+    if [ "$(cat "$dir/boot.status")" -ne 0 ]; then
+        count 0 1 "guest run verdict (console scan, exit marker; Linux $release)"
+    else
+        count 1 0 "guest run verdict (console scan, exit marker; Linux $release)"
+    fi
+}
+
+module_build "$newest" "$variant" || finish
+built=()
+for release in "${older[@]}"; do
+    module_build "$release" base && built+=("$release")
+done
+second_passes=()
+[ "$variant" = base ] && second_passes=("${built[@]}")
+
+step "guest tests build"
+work="$results/guest-work"
+if ! bash tests/guest/build.sh "$work" 2>&1 | tail -n 20; then
+    count 0 1 "guest tests build"
+    finish
+fi
+
+# The older releases' guest passes (make test) run in the background, one after another,
+# while the host tests, the lints and the packaging tests leave CPU over; the newest release's
+# boot waits for them, so that two guests never share the two cores. Their results go to
+# build/test-base/linux-<release>/; the newest release's stay at the top of build/test-base/.
+(
+    for release in "${second_passes[@]}"; do
+        dir="$results/linux-$release"
+        mkdir -p "$dir" && cp -a "$work" "$dir/work"
+        guest_boot "$release" base "$dir" "$dir/work" >"$dir/boot.log" 2>&1
+    done
+) &
+older_passes=$!
 
 step "host tests (userspace workspace)"
 if (cd userspace && cargo test --workspace --no-fail-fast --color never 2>&1) | tee "$results/host.log"; then
@@ -82,21 +187,21 @@ for crate in tests/guest tests/bench-guest; do
     lint "$crate clippy" bash -c "cd $crate && cargo clippy --all-targets --target $GUEST_TARGET -- -D warnings"
 done
 lint "module rustfmt" make -s rustfmtcheck VARIANT="$variant"
-lint "module layers (imports go down, unsafe only in rust/shim)" python3 tests/module-layers.py rust
-
-step "module build with clippy ($variant)"
-# Always recompile, with clippy, so that its warnings count as build warnings below.
-rm -f "build/module-$variant/rust/neuron_ds.o"
-if ! make -s module VARIANT="$variant" CLIPPY=1 2>&1 | tee "$results/module.log"; then
-    count 0 1 "module build"
-    finish
-fi
-if grep -q 'warning' "$results/module.log"; then
-    echo "the module build printed warnings"
-    count 0 1 "module build without warnings"
-else
-    count 1 0 "module build without warnings"
-fi
+lint "module layers (imports go down, unsafe and kernel-version cfg only in rust/shim)" \
+    python3 tests/module-layers.py rust
+# The check above would let a version conditional in the domain code through if it missed one.
+layers_refuse_a_version_conditional_outside_the_shim() {
+    local copy
+    copy="$(mktemp -d)" && cp -r rust "$copy/" &&
+        printf '\n#[cfg(kernel_version = "7.2")]\nconst PLANTED: () = ();\n' >>"$copy/rust/state/mod.rs" &&
+        ! python3 tests/module-layers.py "$copy/rust" >"$copy/out" &&
+        grep -q "rust/state/mod.rs: kernel-version conditional outside rust/shim/" "$copy/out"
+    local status=$?
+    rm -rf "$copy"
+    return "$status"
+}
+lint "module layers refuse a kernel-version cfg planted in rust/state" \
+    layers_refuse_a_version_conditional_outside_the_shim
 
 step "packaging tests ($variant): kbuild checks, modinfo, make install, DKMS, .deb"
 bash tests/packaging.sh "$variant" 2>&1 | tee "$results/packaging.log"
@@ -107,44 +212,14 @@ grep -q '^1\.\.[0-9]' "$results/packaging.log" || pf=$((pf + 1)) # the suite did
 [ "$packaging_status" -ne 0 ] && [ "$pf" -eq 0 ] && pf=1
 count "$pp" "$pf" "packaging tests"
 
-step "guest tests build"
-work="$results/guest-work"
-if ! bash tests/guest/build.sh "$work" 2>&1 | tail -n 20; then
-    count 0 1 "guest tests build"
-    finish
-fi
-# A second copy of the module under another name, for the coexistence test.
-if ! bash tests/twin-module.sh "$variant" "$work/neuron_ds_twin.ko"; then
-    count 0 1 "twin module build"
-    finish
-fi
-
-step "QEMU: insmod + KUnit + guest tests ($variant)"
-kdir="$(bash qemu/kernel.sh --dir "$variant")"
-# A short metrics period so that the metrics test sees several periods; two devices for the
-# stress and fuzz campaigns (the other tests use neuron0 only).
-bash qemu/initramfs.sh "$results/initramfs.cpio.gz" "build/module-$variant/rust/neuron_ds.ko" "$work" \
-    metrics_period_ms=400 devices=2 cores_per_device=2
-boot_status=0
-bash qemu/boot.sh "$kdir" "$results/initramfs.cpio.gz" "$results/console.log" || boot_status=$?
-
-# KUnit: every test case line inside our suites' KTAP blocks.
-read -r kp kf < <(awk '/^NEURON-DS-KTAP-BEGIN/ { on = 1; next } /^NEURON-DS-KTAP-END/ { on = 0 }
-    on && /^[ \t]+ok [0-9]+ / { p++ } on && /^[ \t]+not ok [0-9]+ / { f++ }
-    END { printf "%d %d\n", p, f }' "$results/console.log")
-if [ "$kp" -eq 0 ] && [ "$kf" -eq 0 ]; then
-    echo "no KUnit results came back from the guest"
-    kf=1
-fi
-count "$kp" "$kf" "KUnit (neuron_ds suites)"
-
-sed -n '/^NEURON-DS-GUEST-TESTS-BEGIN/,/^NEURON-DS-GUEST-TESTS-END/p' "$results/console.log" >"$results/guest.log"
-read -r gp gf < <(libtest_totals "$results/guest.log")
-grep -q '^NEURON-DS-GUEST-TESTS-END' "$results/guest.log" || gf=$((gf + 1))
-count "$gp" "$gf" "guest tests"
-if [ "$boot_status" -ne 0 ]; then
-    count 0 1 "guest run verdict (console scan, exit marker)"
-else
-    count 1 0 "guest run verdict (console scan, exit marker)"
-fi
+step "QEMU: insmod + KUnit + guest tests ($variant, Linux $newest)"
+wait "$older_passes"
+guest_boot "$newest" "$variant" "$results" "$work"
+guest_counts "$newest" "$results"
+for release in "${second_passes[@]}"; do
+    step "QEMU: insmod + KUnit + guest tests (base, Linux $release), booted during the host tests"
+    # What boot.sh printed (the console without the final kernel log dump).
+    cat "$results/linux-$release/boot.log"
+    guest_counts "$release" "$results/linux-$release"
+done
 finish

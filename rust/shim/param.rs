@@ -1,16 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Module parameters that 7.3's `module!` cannot declare: strings (`charp`), and integers that
-//! userspace can read in `/sys/module/<module>/parameters/`.
+//! Module parameters that `module!` cannot declare on every supported release: strings
+//! (`charp`), integers that userspace can read in `/sys/module/<module>/parameters/`, and
+//! booleans (7.2's `module!` has no `bool`); and the value of a parameter that `module!`
+//! declares, read the same way on every release ([`ModuleParamValue`]).
 //!
 //! C header: [`include/linux/moduleparam.h`](srctree/include/linux/moduleparam.h)
 //!
 //! [`module_param!`] declares the parameter the way `module!` declares its own (a
-//! `kernel_param` in the `__param` section and its `.modinfo` lines), with the kernel's `charp`
-//! or `uint` operations and a permission of the caller's choosing.
+//! `kernel_param` in the `__param` section and its `.modinfo` lines), with the kernel's `charp`,
+//! `uint` or `bool` operations and a permission of the caller's choosing.
 
 use core::cell::UnsafeCell;
-use kernel::prelude::*;
+use kernel::{
+    module_param::ModuleParamAccess,
+    prelude::*, //
+};
+
+/// The value of a parameter declared in `module!`, by value.
+///
+/// 7.2's `ModuleParamAccess::value` returns a reference, 7.3's a copy (the reference moved to
+/// `value_ref`).
+pub(crate) trait ModuleParamValue<T> {
+    /// The value given at load time, or the default.
+    fn get(&self) -> T;
+}
+
+impl<T: Copy> ModuleParamValue<T> for ModuleParamAccess<T> {
+    #[cfg(kernel_version = "7.2")]
+    fn get(&self) -> T {
+        *self.value()
+    }
+
+    #[cfg(not(kernel_version = "7.2"))]
+    fn get(&self) -> T {
+        self.value()
+    }
+}
 
 /// The storage the kernel writes a parameter's value into while it loads the module.
 ///
@@ -50,6 +76,13 @@ impl ParamValue<u32> {
     }
 }
 
+impl ParamValue<bool> {
+    /// The parameter's value.
+    pub(crate) fn get(&self) -> bool {
+        self.read()
+    }
+}
+
 impl ParamValue<*mut c_char> {
     /// The parameter's value, if it was given.
     pub(crate) fn get(&self) -> Option<&'static CStr> {
@@ -73,13 +106,14 @@ pub(crate) const fn modinfo_entry<const N: usize>(text: &str) -> [u8; N] {
     entry
 }
 
-/// Declares a module parameter `$value` of kind `charp` (a string, `None` unless given) or
-/// `uint` (a `u32` with a default), named `$name`, with permission `$perm` in sysfs (0 or
-/// read-only).
+/// Declares a module parameter `$value` of kind `charp` (a string, `None` unless given),
+/// `uint` (a `u32` with a default) or `bool` (with a default), named `$name`, with permission
+/// `$perm` in sysfs (0: not there, or read-only).
 ///
 /// ```ignore
 /// module_param!(NODE_NAME: charp, "node_name", "Base name of the nodes", 0o444);
 /// module_param!(UNIT: uint = 1, "unit_ps", "Picoseconds per unit", 0o444);
+/// module_param!(STRICT: bool = false, "strict", "Refuse instead of degrading", 0);
 /// ```
 macro_rules! module_param {
     ($value:ident: charp, $name:literal, $description:literal, $perm:expr) => {
@@ -94,6 +128,14 @@ macro_rules! module_param {
             $crate::shim::param::ParamValue::new($default);
         $crate::shim::param::module_param!(
             @declare $value, "uint", param_ops_uint, $name, $description, $perm
+        );
+    };
+    ($value:ident: bool = $default:expr, $name:literal, $description:literal, $perm:expr) => {
+        // The kernel's `param_ops_bool` stores a C `bool`, which has Rust `bool`'s layout.
+        static $value: $crate::shim::param::ParamValue<bool> =
+            $crate::shim::param::ParamValue::new($default);
+        $crate::shim::param::module_param!(
+            @declare $value, "bool", param_ops_bool, $name, $description, $perm
         );
     };
     (@declare $value:ident, $kind:literal, $ops:ident, $name:literal, $description:literal,

@@ -326,19 +326,50 @@ impl AttributeFlavor for KobjectFiles {
     type Raw = bindings::kobj_attribute;
 
     fn raw<T: SysfsFiles>(attr: bindings::attribute, show: bool, store: bool) -> Self::Raw {
-        bindings::kobj_attribute {
+        kobj_attribute(
             attr,
-            __bindgen_anon_1: bindings::kobj_attribute__bindgen_ty_1 {
-                show: if show { Some(kobject_show::<T>) } else { None },
-            },
-            __bindgen_anon_2: bindings::kobj_attribute__bindgen_ty_2 {
-                store: if store {
-                    Some(kobject_store::<T>)
-                } else {
-                    None
-                },
-            },
-        }
+            show.then_some(kobject_show::<T> as KobjShow),
+            store.then_some(kobject_store::<T> as KobjStore),
+        )
+    }
+}
+
+/// The C type of a `kobj_attribute`'s `show`.
+type KobjShow = unsafe extern "C" fn(
+    *mut bindings::kobject,
+    *mut bindings::kobj_attribute,
+    *mut c_char,
+) -> isize;
+/// The C type of a `kobj_attribute`'s `store`.
+type KobjStore = unsafe extern "C" fn(
+    *mut bindings::kobject,
+    *mut bindings::kobj_attribute,
+    *const c_char,
+    usize,
+) -> isize;
+
+/// A `kobj_attribute` with `show` and `store`: plain fields in 7.2.
+#[cfg(kernel_version = "7.2")]
+fn kobj_attribute(
+    attr: bindings::attribute,
+    show: Option<KobjShow>,
+    store: Option<KobjStore>,
+) -> bindings::kobj_attribute {
+    bindings::kobj_attribute { attr, show, store }
+}
+
+/// A `kobj_attribute` with `show` and `store`: 7.3 put each in a union with a variant taking a
+/// `const` attribute (`__SYSFS_FUNCTION_ALTERNATIVE`), the way `device_attribute` already was.
+#[cfg(not(kernel_version = "7.2"))]
+fn kobj_attribute(
+    attr: bindings::attribute,
+    show: Option<KobjShow>,
+    store: Option<KobjStore>,
+) -> bindings::kobj_attribute {
+    bindings::kobj_attribute {
+        attr,
+        __bindgen_anon_1: bindings::kobj_attribute__bindgen_ty_1 { show },
+        __bindgen_anon_2: bindings::kobj_attribute__bindgen_ty_2 { store },
     }
 }
 

@@ -1,6 +1,10 @@
-//! Unloading and reloading the module leaves nothing behind. Runs last (the harness runs
-//! test binaries in name order) and leaves the module loaded with its original parameters.
+//! Unloading and reloading the module leaves nothing behind, and nothing unloads it while a
+//! file or a mapping of its devices exists. Runs last (the harness runs test binaries in name
+//! order) and leaves the module loaded with its original parameters.
 
+use neuron_ds_guest_tests::{
+    acquire, nc_offset, open_device, Mapping, Producer, DEVICE, SLAB_SIZE,
+};
 use std::{fs, process::Command};
 
 const CYCLES: usize = 100;
@@ -35,6 +39,50 @@ fn reload(params: &[&str]) {
     let mut args = vec!["/neuron_ds.ko"];
     args.extend_from_slice(params);
     run("insmod", &args);
+}
+
+/// How many references hold the module.
+fn module_references() -> u32 {
+    fs::read_to_string("/sys/module/neuron_ds/refcnt")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Whether `rmmod neuron_ds` succeeds.
+fn rmmod_succeeds() -> bool {
+    Command::new("rmmod")
+        .arg("neuron_ds")
+        .status()
+        .unwrap()
+        .success()
+}
+
+#[test]
+fn open_files_and_mappings_hold_the_module() {
+    let idle = module_references();
+    let producer = Producer::start(DEVICE, &[(0, 1, 5)]).unwrap();
+    let file = open_device(DEVICE).unwrap();
+    assert!(
+        module_references() >= idle + 2,
+        "the producer's file and ours"
+    );
+    assert!(!rmmod_succeeds(), "rmmod refused while files are open");
+    let info = acquire(&file, producer.pid).unwrap();
+    let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset).unwrap();
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 5);
+    drop(file);
+    producer.exit();
+    // Only the mapping is left; it holds its file, which holds the module.
+    assert_eq!(module_references(), idle + 1);
+    assert!(!rmmod_succeeds(), "rmmod refused while a mapping exists");
+    drop(view);
+    assert_eq!(
+        module_references(),
+        idle,
+        "the last unmap lets the module go"
+    );
 }
 
 #[test]
