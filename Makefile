@@ -26,7 +26,8 @@
 SHELL := /bin/bash
 ROOT := $(CURDIR)
 VARIANT ?= base
-KERNEL_STAMP_DEPS := qemu/kernel.config qemu/kernel-debug.config qemu/kernel.sh qemu/env.sh
+KERNEL_STAMP_DEPS := qemu/kernel.config qemu/kernel-faults.config qemu/kernel-debug.config \
+	qemu/kernel-cov.config qemu/kernel.sh qemu/env.sh
 
 # KDIR given on the command line wins; otherwise the cached build of $(VARIANT).
 ifeq ($(origin KDIR),undefined)

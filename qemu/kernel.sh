@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Builds the Rust-enabled Linux 7.3 guest kernel for a variant (base or debug) into the
-# cache, keyed by kernel version, config fragment and toolchain versions, and prints the
-# build directory. A second call with the same key returns at once.
+# Builds the Rust-enabled Linux 7.3 guest kernel for a variant into the cache, keyed by
+# kernel version, config fragments and toolchain versions, and prints the build directory.
+# A second call with the same key returns at once. Variants:
+#   base   qemu/kernel.config
+#   debug  + qemu/kernel-faults.config + qemu/kernel-debug.config (KASAN, lockdep, kmemleak,
+#          failure injection, delayed kobject release)
+#   cov    + qemu/kernel-faults.config + qemu/kernel-cov.config (KCOV, failure injection)
 #
-# Usage: qemu/kernel.sh base|debug          build if needed, print the build dir
-#        qemu/kernel.sh --dir base|debug    print the build dir without building
+# Usage: qemu/kernel.sh base|debug|cov          build if needed, print the build dir
+#        qemu/kernel.sh --dir base|debug|cov    print the build dir without building
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -19,9 +23,10 @@ fi
 variant="${1:-base}"
 case "$variant" in
 base) fragments=("$here/kernel.config") ;;
-debug) fragments=("$here/kernel.config" "$here/kernel-debug.config") ;;
+debug) fragments=("$here/kernel.config" "$here/kernel-faults.config" "$here/kernel-debug.config") ;;
+cov) fragments=("$here/kernel.config" "$here/kernel-faults.config" "$here/kernel-cov.config") ;;
 *)
-    echo "kernel.sh: unknown variant '$variant' (base or debug)" >&2
+    echo "kernel.sh: unknown variant '$variant' (base, debug or cov)" >&2
     exit 2
     ;;
 esac

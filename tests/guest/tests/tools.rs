@@ -8,12 +8,12 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use nds_abi::sysfs::{CounterSource, SYSFS_COUNTERS};
-use neuron_ds_guest_tests::{helper_path, slots, sysfs_counter};
+use neuron_ds_guest_tests::{helper_path, slots, sysfs_counter, sysfs_device};
 use serde_json::Value;
 
 /// Cores of device 0 (the module's `cores_per_device`).
 fn cores() -> Vec<usize> {
-    let mut cores: Vec<usize> = std::fs::read_dir("/sys/class/misc/neuron0")
+    let mut cores: Vec<usize> = std::fs::read_dir(sysfs_device(0))
         .unwrap()
         .filter_map(|e| {
             e.ok()?
