@@ -100,6 +100,19 @@ if ! bash tests/guest/build.sh "$work" 2>&1 | tail -n 20; then
     finish
 fi
 
+if [ "$variant" = debug ]; then
+    # The fault campaign's short form, after the guest tests (it reloads the module its own way).
+    cat >"$work/after-tests.sh" <<'AFTER'
+#!/bin/sh
+echo "NEURON-DS-FAULTS-BEGIN"
+/work/bin/ds-faults --short
+rc=$?
+echo "NEURON-DS-FAULTS-END"
+exit $rc
+AFTER
+    chmod +x "$work/after-tests.sh"
+fi
+
 step "QEMU: insmod + KUnit + guest tests ($variant)"
 kdir="$(bash qemu/kernel.sh --dir "$variant")"
 # A short metrics period so that the metrics test sees several periods; two devices for the
@@ -123,6 +136,18 @@ sed -n '/^NEURON-DS-GUEST-TESTS-BEGIN/,/^NEURON-DS-GUEST-TESTS-END/p' "$results/
 read -r gp gf < <(libtest_totals "$results/guest.log")
 grep -q '^NEURON-DS-GUEST-TESTS-END' "$results/guest.log" || gf=$((gf + 1))
 count "$gp" "$gf" "guest tests"
+if [ "$variant" = debug ]; then
+    # Every failure point reached is one check; a leak, or a campaign that did not finish, fails.
+    summary="$(sed -n 's/^faults: \([0-9]*\) injection points reached, \([0-9]*\) failed, \([0-9]*\) leaks$/\1 \2 \3/p' \
+        "$results/console.log" | tail -n1)"
+    if [ -z "$summary" ]; then
+        echo "the fault campaign did not finish"
+        count 0 1 "fault campaign (short form)"
+    else
+        read -r fp ff fk <<<"$summary"
+        count "$((fp > ff ? fp - ff : 0))" "$((ff + fk))" "fault campaign (short form): $fp points, $fk leaks"
+    fi
+fi
 if [ "$boot_status" -ne 0 ]; then
     count 0 1 "guest run verdict (console scan, exit marker)"
 else

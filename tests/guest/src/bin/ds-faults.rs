@@ -25,8 +25,9 @@ use neuron_ds_guest_tests::{
     fault_injection::{self, MODULE_AREA},
     kcov::{Collector, Sections},
     kernel_log::{Injection, KernelLog},
+    module_control::{leftovers, load_module, unload_module, MODULE},
     nc_offset, open_device, release, slots_on, sysfs_counter_on, sysfs_device, DsInfo, Mapping,
-    Producer, ACQUIRE, MODULE_CLASS, SLAB_SIZE, SYSFS_CLASS,
+    Producer, ACQUIRE, SLAB_SIZE,
 };
 use std::{
     collections::BTreeMap,
@@ -40,7 +41,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-const MODULE: &str = "neuron_ds";
 /// The counter the children write: status/success of core 0 (NeuronCore counter 1).
 const COUNTED: (usize, usize) = (0, 1);
 const COUNTED_NODE: (&str, &str) = ("status", "success");
@@ -223,60 +223,6 @@ fn errno_name(errno: i32) -> String {
         libc::EEXIST => "EEXIST".into(),
         other => format!("errno {other}"),
     }
-}
-
-/// `finit_module` of `ko` with `params`.
-fn load_module(ko: &str, params: &str) -> Result<(), i32> {
-    let file = File::open(ko).map_err(|e| e.raw_os_error().unwrap_or(0))?;
-    let params = CString::new(params).expect("params without NUL");
-    // SAFETY: a module file descriptor and a NUL-terminated parameter string.
-    let ret =
-        unsafe { libc::syscall(libc::SYS_finit_module, file.as_raw_fd(), params.as_ptr(), 0) };
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(errno())
-    }
-}
-
-/// `delete_module` of the module, not waiting for users to go (as rmmod does).
-fn unload_module() -> Result<(), i32> {
-    let name = CString::new(MODULE).unwrap();
-    // SAFETY: a NUL-terminated module name.
-    let ret = unsafe { libc::syscall(libc::SYS_delete_module, name.as_ptr(), libc::O_NONBLOCK) };
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(errno())
-    }
-}
-
-/// Whether anything of the module is still registered: its module directory, device nodes,
-/// sysfs devices, or its own class.
-fn leftovers() -> Vec<String> {
-    let mut found = Vec::new();
-    if fs::metadata(format!("/sys/module/{MODULE}")).is_ok() {
-        found.push(format!("/sys/module/{MODULE}"));
-    }
-    if fs::read_to_string("/proc/modules")
-        .is_ok_and(|m| m.lines().any(|l| l.starts_with("neuron_ds ")))
-    {
-        found.push("/proc/modules entry".into());
-    }
-    for dir in ["/dev", SYSFS_CLASS] {
-        if let Ok(entries) = fs::read_dir(dir) {
-            for entry in entries.filter_map(Result::ok) {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if name.starts_with("neuron") {
-                    found.push(format!("{dir}/{name}"));
-                }
-            }
-        }
-    }
-    if fs::metadata(MODULE_CLASS).is_ok() {
-        found.push(MODULE_CLASS.into());
-    }
-    found
 }
 
 /// The slots `pid` owns on the device.
