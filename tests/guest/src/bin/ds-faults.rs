@@ -978,12 +978,17 @@ impl Campaign {
     fn step_rmmod(&mut self) {
         let mut n = 1;
         loop {
+            let kcov_dir = self.kcov_dir.clone();
             let (pid, report) = in_child(|| {
                 let mut report = ChildReport::default();
+                let mut kcov = kcov_dir.and_then(|dir| Collector::start(&dir, "faults").ok());
                 let mut fail_nth = FailNth::open().expect("fail-nth");
                 fail_nth.arm(n);
                 let result = unload_module();
                 report.remaining = fail_nth.disarm();
+                if let Some(kcov) = kcov.as_mut() {
+                    kcov.save();
+                }
                 match result {
                     Ok(()) => report.ret = 0,
                     Err(e) => (report.ret, report.errno) = (-1, e),

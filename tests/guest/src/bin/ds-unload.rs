@@ -17,6 +17,7 @@
 use nds_abi::sysfs::SYSFS_COUNTERS;
 use neuron_ds_guest_tests::{
     acquire, device_path,
+    kcov::Collector,
     kernel_log::KernelLog,
     module_control::{leftovers, load_module, unload_module},
     open_device, slots_on, sysfs_core_count, sysfs_counter_on, sysfs_device, Mapping, Producer,
@@ -128,8 +129,11 @@ fn put_under_load() -> Result<Load, String> {
     })
 }
 
-fn cycle(log: &mut KernelLog, ko: &str) -> Result<(), String> {
+fn cycle(log: &mut KernelLog, ko: &str, kcov: &mut Option<Collector>) -> Result<(), String> {
     load_module(ko, PARAMS).map_err(|e| format!("insmod: errno {e}"))?;
+    if let Some(kcov) = kcov.as_mut() {
+        kcov.refresh_sections();
+    }
     starts_clean()?;
     let load = put_under_load()?;
     let sysfs = open_sysfs_files();
@@ -198,6 +202,10 @@ fn cycle(log: &mut KernelLog, ko: &str) -> Result<(), String> {
         }
     }
     drop(sysfs);
+    if let Some(kcov) = kcov.as_mut() {
+        // Located in the sections of the module that was just unloaded.
+        kcov.save();
+    }
     let left = leftovers();
     if !left.is_empty() {
         return Err(format!("after rmmod: {left:?}"));
@@ -232,8 +240,9 @@ fn main() {
     }
     let started = Instant::now();
     let mut failure = None;
+    let mut kcov = Collector::from_env("unload");
     for n in 1..=cycles {
-        if let Err(why) = cycle(&mut log, &ko) {
+        if let Err(why) = cycle(&mut log, &ko, &mut kcov) {
             failure = Some(format!("cycle {n}: {why}"));
             break;
         }
