@@ -100,6 +100,28 @@ impl Op {
         }
     }
 
+    /// Every operation, in the order the table lists them.
+    const ORDER: [Op; 18] = [
+        Op::Insmod,
+        Op::OpenFirst,
+        Op::OpenSecond,
+        Op::AcquireOwn,
+        Op::AcquireReader,
+        Op::MmapOwner,
+        Op::MmapReader,
+        Op::ReleaseOwn,
+        Op::ReleaseReader,
+        Op::CloseReleases,
+        Op::MunmapReleases,
+        Op::SysfsTotal,
+        Op::SysfsPresent,
+        Op::SysfsSlots,
+        Op::SysfsStore,
+        Op::ReadPosts,
+        Op::MetricsPeriod,
+        Op::Rmmod,
+    ];
+
     /// The task operations, run by a child each.
     const TASK_OPS: [Op; 15] = [
         Op::OpenFirst,
@@ -171,6 +193,18 @@ struct Row {
     logged: Vec<String>,
     pid: i32,
     leaks: usize,
+}
+
+/// A line of the final table: operation (its index in `Op::ORDER`), failure, site, result.
+type GroupKey<'a> = (usize, &'a str, &'a str, &'a str);
+/// Its points, the points with a problem, and the leaks attributed to them.
+type GroupCounts = (u32, u32, usize);
+
+/// Where the short form is in its sampling of one operation's points.
+#[derive(Default)]
+struct Sampling {
+    seen: BTreeMap<String, u32>,
+    gap: u32,
 }
 
 /// The calling thread's `fail-nth`, opened before arming so that opening it is not counted.
@@ -756,31 +790,28 @@ impl Campaign {
         }
     }
 
-    /// The next point to try after `n`, whose site was `site`: in the short form, long runs
-    /// of one call site (a loop allocating page after page) are sampled at growing gaps.
-    fn next_point(&self, n: u32, run: &mut (String, u32)) -> u32 {
+    /// The next point to try after `n`. The full form tries every point. The short form
+    /// samples: once the points it lands on are sites it has seen three times already (a loop
+    /// allocating page after page, or node after node), the gap doubles, up to 64; a new site
+    /// brings it back to 1.
+    fn next_point(&self, n: u32, sampling: &mut Sampling, site: &str) -> u32 {
         if !self.short {
             return n + 1;
         }
-        if run.1 >= 4 {
-            n + (1 << (run.1 - 3).min(6))
+        let seen = sampling.seen.entry(site.to_owned()).or_default();
+        *seen += 1;
+        sampling.gap = if *seen > 3 {
+            (sampling.gap * 2).min(64)
         } else {
-            n + 1
-        }
-    }
-
-    fn note_site(run: &mut (String, u32), site: &str) {
-        if run.0 == site {
-            run.1 += 1;
-        } else {
-            *run = (site.to_owned(), 1);
-        }
+            1
+        };
+        n + sampling.gap
     }
 
     fn step_task_op(&mut self, op: Op) {
         let helper_pid = self.helper.as_ref().map_or(0, |h| h.pid);
         let mut n = 1;
-        let mut run = (String::new(), 0);
+        let mut sampling = Sampling::default();
         loop {
             let total_before = counted_total();
             let kcov_dir = self.kcov_dir.clone();
@@ -852,9 +883,8 @@ impl Campaign {
             }
             self.describe(&mut row, &injections);
             let site = format!("{} {}", row.attr, row.site);
-            Self::note_site(&mut run, &site);
-            self.rows.push(row);
-            n = self.next_point(n, &mut run);
+            self.record(row);
+            n = self.next_point(n, &mut sampling, &site);
         }
     }
 
@@ -865,7 +895,7 @@ impl Campaign {
 
     fn step_insmod(&mut self) {
         let mut n = 1;
-        let mut run = (String::new(), 0);
+        let mut sampling = Sampling::default();
         let ko = self.ko.clone();
         let params = self.params.clone();
         loop {
@@ -969,9 +999,8 @@ impl Campaign {
             }
             self.describe(&mut row, &injections);
             let site = format!("{} {}", row.attr, row.site);
-            Self::note_site(&mut run, &site);
-            self.rows.push(row);
-            n = self.next_point(n, &mut run);
+            self.record(row);
+            n = self.next_point(n, &mut sampling, &site);
         }
     }
 
@@ -1046,7 +1075,7 @@ impl Campaign {
             }
             row.result = Self::result_text(report.ret, report.errno);
             self.describe(&mut row, &injections);
-            self.rows.push(row);
+            self.record(row);
             n += 1;
         }
     }
@@ -1145,7 +1174,7 @@ impl Campaign {
                 "logged".into()
             };
             self.describe(&mut row, &injections);
-            self.rows.push(row);
+            self.record(row);
             idle_tries = 0;
             n += 1;
         }
@@ -1154,21 +1183,13 @@ impl Campaign {
     }
 
     fn run(&mut self) {
-        let period = Duration::from_millis(
-            self.params
-                .split_whitespace()
-                .find_map(|p| p.strip_prefix("metrics_period_ms="))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1000),
-        );
-        // The module the guest loaded at boot goes; the campaign loads its own.
-        if fs::metadata(format!("/sys/module/{MODULE}")).is_ok() {
-            unload_module().unwrap_or_else(|e| panic!("rmmod: {}", errno_name(e)));
-        }
         fault_injection::confine_to(MODULE_AREA.0, MODULE_AREA.1)
             .expect("configure fault injection");
         kmemleak("clear");
-        self.step_insmod();
+        // The operations of a loaded module first, on the module as the guest loaded it; then
+        // unloading and loading, which replace it with one loaded with the campaign's
+        // parameters (last, so that a module that cannot be unloaded safely does not hide
+        // the other rows).
         if fs::metadata(format!("/sys/module/{MODULE}")).is_err() {
             load_module(&self.ko, &self.params)
                 .unwrap_or_else(|e| panic!("insmod: {}", errno_name(e)));
@@ -1184,13 +1205,63 @@ impl Campaign {
         for op in Op::TASK_OPS {
             self.step_task_op(op);
         }
-        self.step_metrics_period(period);
+        self.step_metrics_period(metrics_period());
         if let Some(helper) = self.helper.take() {
             helper.release_and_exit();
         }
         self.step_rmmod();
+        unload_module().unwrap_or_else(|e| panic!("rmmod: {}", errno_name(e)));
+        self.step_insmod();
         let _ = self.log.take_injections();
     }
+
+    /// Prints a row as soon as it is known (a kernel crash later still leaves it on the
+    /// console) and keeps it for the summary.
+    fn record(&mut self, row: Row) {
+        print_row(&row, None);
+        self.rows.push(row);
+    }
+}
+
+/// The metrics period of the loaded module (its parameter), 1 s if unreadable.
+fn metrics_period() -> Duration {
+    let ms = fs::read_to_string(format!("/sys/module/{MODULE}/parameters/metrics_period_ms"))
+        .ok()
+        .or_else(|| {
+            fs::read_to_string("/module.params").ok().and_then(|p| {
+                p.split_whitespace()
+                    .find_map(|w| w.strip_prefix("metrics_period_ms=").map(str::to_owned))
+            })
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|ms| *ms > 0)
+        .unwrap_or(1000);
+    Duration::from_millis(ms)
+}
+
+/// Prints one row of the table; `leaks` once kmemleak has been read.
+fn print_row(row: &Row, leaks: Option<usize>) {
+    println!(
+        "{:<20} {:>5}  {:<16} {:<10} {:<6} {:<5} {}",
+        row.op.name(),
+        row.point,
+        row.attr,
+        row.result,
+        if row.problems.is_empty() {
+            "ok"
+        } else {
+            "FAIL"
+        },
+        leaks.map_or("-".into(), |l| l.to_string()),
+        row.site
+    );
+    for problem in &row.problems {
+        println!("{:>28} problem: {problem}", "");
+    }
+    for logged in &row.logged {
+        println!("{:>28} logged: {logged}", "");
+    }
+    let _ = io::stdout().flush();
 }
 
 /// Reads every post not read yet; adds the success deltas to `posted`; returns the last
@@ -1300,8 +1371,12 @@ fn main() {
         exit(2);
     }
     println!(
-        "ds-faults: {} form, module parameters {params:?}",
+        "ds-faults: {} form, module parameters for load and unload {params:?}",
         if short { "short" } else { "full" }
+    );
+    println!(
+        "{:<20} {:>5}  {:<16} {:<10} {:<6} {:<5} site",
+        "operation", "point", "failure", "result", "state", "leaks"
     );
     let started = Instant::now();
     let mut campaign = Campaign {
@@ -1328,48 +1403,55 @@ fn main() {
         }
     }
 
-    println!("\n== fault table (call site x injected failure -> result, state, leaks)");
-    println!(
-        "{:<20} {:>5}  {:<16} {:<10} {:<6} {:<5} site",
-        "operation", "point", "failure", "result", "state", "leaks"
-    );
+    // The table: every (operation, failure, call site, result) with its points, how many of
+    // them left a problem, and the leaks kmemleak attributed to them.
+    println!("\n== fault table: operation x injected failure at call site -> result, state, leaks");
+    let mut groups: BTreeMap<GroupKey, GroupCounts> = BTreeMap::new();
     let mut failed = 0;
-    let mut per_op: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
     for row in &campaign.rows {
         let bad = !row.problems.is_empty() || row.leaks > 0;
         failed += u32::from(bad);
-        let entry = per_op.entry(row.op.name()).or_default();
-        entry.0 += 1;
-        entry.1 += u32::from(bad);
+        let op_order = Op::ORDER.iter().position(|op| *op == row.op).unwrap_or(0);
+        let group = groups
+            .entry((op_order, &row.attr, &row.site, &row.result))
+            .or_default();
+        group.0 += 1;
+        group.1 += u32::from(!row.problems.is_empty());
+        group.2 += row.leaks;
+    }
+    println!(
+        "{:<20} {:<16} {:<10} {:>6} {:<12} {:<6} site",
+        "operation", "failure", "result", "points", "state", "leaks"
+    );
+    for ((op, attr, site, result), (points, bad, leaked)) in &groups {
+        let state = if *bad == 0 {
+            "ok".to_owned()
+        } else {
+            format!("{bad} FAIL")
+        };
         let leak_text = if leaks.is_some() {
-            row.leaks.to_string()
+            leaked.to_string()
         } else {
             "-".into()
         };
         println!(
-            "{:<20} {:>5}  {:<16} {:<10} {:<6} {:<5} {}",
+            "{:<20} {:<16} {:<10} {:>6} {:<12} {:<6} {site}",
+            Op::ORDER[*op].name(),
+            attr,
+            result,
+            points,
+            state,
+            leak_text
+        );
+    }
+    for row in campaign.rows.iter().filter(|r| r.leaks > 0) {
+        println!(
+            "faults: {} point {} (pid {}) leaked {} objects",
             row.op.name(),
             row.point,
-            row.attr,
-            row.result,
-            if row.problems.is_empty() {
-                "ok"
-            } else {
-                "FAIL"
-            },
-            leak_text,
-            row.site
+            row.pid,
+            row.leaks
         );
-        for problem in &row.problems {
-            println!("{:>28} problem: {problem}", "");
-        }
-        for logged in &row.logged {
-            println!("{:>28} logged: {logged}", "");
-        }
-    }
-    println!("\n== points per operation");
-    for (op, (points, bad)) in &per_op {
-        println!("{op:<22} {points:>5} points, {bad} failed");
     }
     for failure in &campaign.other_failures {
         println!("faults: FAIL: {failure}");
