@@ -83,6 +83,7 @@ without_injection_reports() {
     awk '{ line = $0; sub(/^\[ *[0-9]+\.[0-9]+\] /, "", line) }
         /FAULT_INJECTION: forcing a failure\./ { report = 1; next }
         report && (line ~ /^(CPU: |Tainted: |Hardware name: |Workqueue: |Call Trace:|name [a-z_]+, interval )/ ||
+                   line ~ /^(RIP|Code|RSP|RAX|RDX|RBP|R10|R13): / ||
                    line ~ /^ *<\/?[A-Z]+>$/ ||
                    line ~ /^ +(\? )?[^ ]+\+0x[0-9a-f]+\/0x[0-9a-f]+( \[[^]]+\])?$/) {
             if (line ~ /^ *<\/TASK>$/) report = 0

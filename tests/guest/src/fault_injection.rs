@@ -32,9 +32,44 @@ fn write(attr: &str, file: &str, value: &str) -> io::Result<()> {
     fs::write(&path, value).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))
 }
 
+/// Functions of kmemleak's own bookkeeping (mm/kmemleak.c, laid out together in the kernel's
+/// text): every slab allocation made with kmemleak on also allocates kmemleak's metadata,
+/// with a fallback pool, and that nested allocation is not the module's.
+const KMEMLEAK_INTERNALS: [&str; 5] = [
+    "delete_object_full",
+    "__create_object",
+    "__alloc_object",
+    "__link_object",
+    "kmemleak_seq_show",
+];
+
+/// The text range of kmemleak's bookkeeping functions, from the first of them to the symbol
+/// after the last; `None` without kmemleak.
+pub fn kmemleak_internals() -> Option<(u64, u64)> {
+    let kallsyms = fs::read_to_string("/proc/kallsyms").ok()?;
+    let mut text: Vec<(u64, &str)> = kallsyms
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let addr = u64::from_str_radix(fields.next()?, 16).ok()?;
+            let kind = fields.next()?;
+            let name = fields.next()?;
+            (kind == "t" || kind == "T").then_some((addr, name))
+        })
+        .collect();
+    text.sort_unstable();
+    let ours: Vec<usize> = (0..text.len())
+        .filter(|&i| KMEMLEAK_INTERNALS.contains(&text[i].1))
+        .collect();
+    let (first, last) = (*ours.first()?, *ours.last()?);
+    let end = text.get(last + 1)?.0;
+    (text[first].0 != 0).then_some((text[first].0, end))
+}
+
 /// Sets every attribute up for `fail-nth` stepping confined to `[start, end)`: no random
 /// failures (probability 0: only `fail-nth` fires), a stack dump per forced failure (the
-/// report names the call site), sleeping allocations and order-0 pages included.
+/// report names the call site), sleeping allocations and order-0 pages included, and
+/// kmemleak's own metadata allocations left alone.
 pub fn confine_to(start: u64, end: u64) -> io::Result<()> {
     for attr in ATTRS {
         write(attr, "probability", "0")?;
@@ -48,6 +83,10 @@ pub fn confine_to(start: u64, end: u64) -> io::Result<()> {
         write(attr, "require-end", &format!("{end:#x}"))?;
         write(attr, "reject-start", "0")?;
         write(attr, "reject-end", "0")?;
+    }
+    if let Some((reject_start, reject_end)) = kmemleak_internals() {
+        write("failslab", "reject-start", &format!("{reject_start:#x}"))?;
+        write("failslab", "reject-end", &format!("{reject_end:#x}"))?;
     }
     // GFP_KERNEL allocations may sleep; by default both allocators' injection ignores them,
     // and the page allocator's ignores order-0 pages, which is all the module allocates.

@@ -39,7 +39,8 @@ pub struct Injection {
     pub attr: String,
     /// The pid of the task that got the failure.
     pub pid: Option<i32>,
-    /// The stack at the failure point, innermost first, as `symbol+off/size [module]`.
+    /// The stack at the failure point, innermost first, as `symbol+off/size [module]` (only
+    /// the frames the unwinder walked).
     pub frames: Vec<String>,
 }
 
@@ -62,13 +63,25 @@ pub fn demangle(symbol: &str) -> String {
 /// stack dump of a fault-injection report: the header lines `dump_stack` prints, the call
 /// trace markers and `symbol+0xoff/0xsize` frames.
 pub fn is_dump_line(line: &str) -> bool {
-    const HEADERS: [&str; 6] = [
+    const HEADERS: [&str; 17] = [
         "CPU: ",
         "Tainted: ",
         "Hardware name: ",
         "Workqueue: ",
         "Call Trace:",
         "name ",
+        // The user registers of the system call the failure happened in.
+        "RIP: ",
+        "Code: ",
+        "RSP: ",
+        "RAX: ",
+        "RDX: ",
+        "RBP: ",
+        "R10: ",
+        "R13: ",
+        "FS: ",
+        "CS: ",
+        "CR2: ",
     ];
     if HEADERS.iter().any(|h| line.starts_with(h)) {
         return true;
@@ -196,7 +209,8 @@ impl KernelLog {
         } else if first.trim() == "</TASK>" {
             let done = self.open_report.take().expect("an open report");
             self.injections.push(done);
-        } else if first.contains("+0x") {
+        } else if first.contains("+0x") && !first.trim_start().starts_with("? ") {
+            // Frames marked "?" are stale return addresses the unwinder did not walk through.
             report.frames.push(first.trim().to_owned());
         }
         true

@@ -49,6 +49,8 @@ const RESET_NODE: (usize, &str, &str) = (1, "status", "timeout");
 /// What a child writes into the slab of its setup and of its closing cycle.
 const SETUP_COUNT: u64 = 3;
 const CYCLE_COUNT: u64 = 5;
+/// Where the owner's mapping goes: 1 GiB-aligned, far from any mapping a process has.
+const FRESH_REGION: usize = 0x3f00_0000_0000;
 /// CloudWatch id of the posted success count.
 const CW_SUCCESS: u8 = 200;
 const DEVICE: usize = 0;
@@ -330,7 +332,9 @@ impl Child {
                 return None;
             }
         };
-        map.write_u64(nc_offset(COUNTED.0, COUNTED.1), count);
+        // Added, not stored: a process that still owns its slab gets the same one back.
+        let at = nc_offset(COUNTED.0, COUNTED.1);
+        map.write_u64(at, map.read_u64(at) + count);
         self.report.written += count;
         Some(map)
     }
@@ -449,10 +453,10 @@ impl Child {
                             // SAFETY: a fresh read-only shared mapping of the granted slab.
                             unsafe {
                                 libc::mmap(
-                                    std::ptr::null_mut(),
+                                    FRESH_REGION as *mut _,
                                     SLAB_SIZE,
                                     libc::PROT_READ,
-                                    libc::MAP_SHARED,
+                                    libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE,
                                     file.as_raw_fd(),
                                     info.mmap_offset as libc::off_t,
                                 ) as i64
@@ -504,13 +508,15 @@ impl Child {
                     Err(e) => return self.check(false, || format!("setup ACQUIRE: {e}")),
                 };
                 let at = self.armed(n, || {
-                    // SAFETY: a fresh shared mapping of the granted slab, unmapped below.
+                    // SAFETY: a fresh shared mapping of the granted slab, unmapped below, at an
+                    // address no mapping of this process is near, so that inserting its pages
+                    // needs new page tables (allocations made on the module's behalf).
                     unsafe {
                         libc::mmap(
-                            std::ptr::null_mut(),
+                            FRESH_REGION as *mut _,
                             SLAB_SIZE,
                             libc::PROT_READ | libc::PROT_WRITE,
-                            libc::MAP_SHARED,
+                            libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE,
                             file.as_raw_fd(),
                             info.mmap_offset as libc::off_t,
                         ) as i64
@@ -700,6 +706,8 @@ struct Campaign {
     helper: Option<Producer>,
     kcov_dir: Option<String>,
     sections: Sections,
+    /// Every operation stepped through, with the failure points it reached.
+    stepped: Vec<(Op, u32)>,
 }
 
 impl Campaign {
@@ -888,9 +896,11 @@ impl Campaign {
         }
     }
 
-    fn print_progress(&self, op: Op, points: u32) {
+    /// Records that `op` reached `points` failure points in all.
+    fn print_progress(&mut self, op: Op, points: u32) {
         println!("faults: {:<22} stepped through {points} points", op.name());
         let _ = io::stdout().flush();
+        self.stepped.push((op, points));
     }
 
     fn step_insmod(&mut self) {
@@ -1096,7 +1106,13 @@ impl Campaign {
         let mut stream = File::open(device_path(DEVICE)).expect("open for posts");
         let mut posted = 0u64;
         let mut written = 0u64;
+        // Counts the earlier operations' children released are posted by the next periods.
         let mut last_period = drain_posts(&mut stream, &mut posted).unwrap_or(0);
+        for _ in 0..2 {
+            if let Some(p) = wait_for_period(&mut stream, &mut posted, last_period, period * 4) {
+                last_period = p;
+            }
+        }
         posted = 0;
         let counter = nc_offset(COUNTED.0, COUNTED.1);
         let base = slab.read_u64(counter);
@@ -1389,6 +1405,7 @@ fn main() {
         helper: None,
         kcov_dir: std::env::var(neuron_ds_guest_tests::kcov::DIR_VAR).ok(),
         sections: Sections::of(MODULE),
+        stepped: Vec::new(),
     };
     campaign.run();
 
@@ -1451,6 +1468,19 @@ fn main() {
             row.point,
             row.pid,
             row.leaks
+        );
+    }
+    println!("\n== failure points per operation (the short form samples repeated sites)");
+    for (op, points) in &campaign.stepped {
+        let tried = campaign.rows.iter().filter(|r| r.op == *op).count();
+        let bad = campaign
+            .rows
+            .iter()
+            .filter(|r| r.op == *op && (!r.problems.is_empty() || r.leaks > 0))
+            .count();
+        println!(
+            "{:<22} {points:>5} points, {tried} failed on purpose, {bad} with a problem",
+            op.name()
         );
     }
     for failure in &campaign.other_failures {
