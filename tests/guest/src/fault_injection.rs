@@ -134,3 +134,42 @@ pub fn kworkers() -> Vec<i32> {
         })
         .collect()
 }
+
+/// Keeps the stack dumps of forced failures off the console while it lives: messages logged
+/// without a level (`dump_stack` logs so) get level 6, which the console (`loglevel=5`) does
+/// not print. Messages with a level, every complaint's first line among them, still reach
+/// the console, and the kernel log keeps everything.
+pub struct QuietDumps {
+    saved: Option<String>,
+}
+
+impl QuietDumps {
+    const PRINTK: &'static str = "/proc/sys/kernel/printk";
+
+    /// Lowers the default message level until dropped.
+    pub fn new() -> Self {
+        let saved = fs::read_to_string(Self::PRINTK).ok();
+        if let Some(levels) = &saved {
+            let mut fields: Vec<&str> = levels.split_whitespace().collect();
+            if fields.len() == 4 {
+                fields[1] = "6";
+                let _ = fs::write(Self::PRINTK, fields.join(" "));
+            }
+        }
+        Self { saved }
+    }
+}
+
+impl Default for QuietDumps {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for QuietDumps {
+    fn drop(&mut self) {
+        if let Some(levels) = &self.saved {
+            let _ = fs::write(Self::PRINTK, levels.trim());
+        }
+    }
+}
