@@ -33,6 +33,11 @@ faults)
     ;;
 esac
 
+if [ "$variant" = debug ]; then
+    # The debug kernel has kmemleak: nothing the module allocated may be left unreferenced.
+    cmd="$cmd; rc=\$?; /work/bin/ds-kmemleak || rc=1; exit \$rc"
+fi
+
 work="$root/build/campaign-$variant"
 bash tests/guest/build.sh "$work" >/dev/null
 echo "campaign: $cmd ($variant kernel)"

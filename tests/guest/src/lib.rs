@@ -7,6 +7,7 @@ pub mod fault_injection;
 pub mod identity;
 pub mod kcov;
 pub mod kernel_log;
+pub mod kmemleak;
 pub mod module_control;
 pub mod rng;
 pub mod stress;

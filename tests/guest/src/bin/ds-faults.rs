@@ -25,6 +25,7 @@ use neuron_ds_guest_tests::{
     fault_injection::{self, MODULE_AREA},
     kcov::{Collector, Sections},
     kernel_log::{Injection, KernelLog},
+    kmemleak,
     module_control::{leftovers, load_module, unload_module, MODULE},
     nc_offset, open_device, release, slots_on, sysfs_counter_on, sysfs_device, DsInfo, Mapping,
     Producer, ACQUIRE, SLAB_SIZE,
@@ -1205,7 +1206,7 @@ impl Campaign {
             .expect("configure fault injection");
         // The stack dump of every forced failure goes to the log, not to the console.
         let _quiet = fault_injection::QuietDumps::new();
-        kmemleak("clear");
+        kmemleak::command("clear");
         // The operations of a loaded module first, on the module as the guest loaded it; then
         // unloading and loading, which replace it with one loaded with the campaign's
         // parameters (last, so that a module that cannot be unloaded safely does not hide
@@ -1326,50 +1327,6 @@ fn wait_for_period(
     None
 }
 
-/// Writes a command to kmemleak, if this kernel has it.
-fn kmemleak(command: &str) -> bool {
-    fs::write("/sys/kernel/debug/kmemleak", command).is_ok()
-}
-
-/// One object kmemleak reports unreferenced.
-struct Leak {
-    pid: i32,
-    text: String,
-    ours: bool,
-}
-
-/// Scans (twice, after the minimum object age) and returns the unreferenced objects.
-fn kmemleak_scan() -> Option<Vec<Leak>> {
-    if !kmemleak("scan") {
-        return None;
-    }
-    thread::sleep(Duration::from_secs(6));
-    kmemleak("scan");
-    kmemleak("scan");
-    let report = fs::read_to_string("/sys/kernel/debug/kmemleak").ok()?;
-    let mut leaks = Vec::new();
-    for block in report.split("unreferenced object").skip(1) {
-        let pid = block
-            .split_once(", pid ")
-            .and_then(|(_, rest)| rest.split(',').next())
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or(-1);
-        let ours = block.lines().any(|line| {
-            let frame = line.trim();
-            frame.ends_with("[neuron_ds]")
-                || u64::from_str_radix(frame.trim_start_matches("0x"), 16).is_ok_and(|a| {
-                    frame.starts_with("0x") && (MODULE_AREA.0..MODULE_AREA.1).contains(&a)
-                })
-        });
-        leaks.push(Leak {
-            pid,
-            text: format!("unreferenced object{block}"),
-            ours,
-        });
-    }
-    Some(leaks)
-}
-
 fn main() {
     let mut short = false;
     let mut ko = "/neuron_ds.ko".to_owned();
@@ -1413,10 +1370,10 @@ fn main() {
     };
     campaign.run();
 
-    let leaks = kmemleak_scan();
+    let leaks = kmemleak::scan();
     let mut unattributed = Vec::new();
     if let Some(leaks) = &leaks {
-        for leak in leaks.iter().filter(|l| l.ours) {
+        for leak in leaks.iter().filter(|l| l.from_module) {
             match campaign.rows.iter_mut().find(|r| r.pid == leak.pid) {
                 Some(row) => row.leaks += 1,
                 None => unattributed.push(leak.text.clone()),
