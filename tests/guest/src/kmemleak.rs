@@ -13,6 +13,8 @@ pub fn command(command: &str) -> bool {
 
 /// One object kmemleak reports unreferenced.
 pub struct Leak {
+    /// Its address and size, as kmemleak names it.
+    pub object: String,
     /// The pid of the task that allocated it.
     pub pid: i32,
     /// kmemleak's whole report of it.
@@ -56,6 +58,7 @@ pub fn parse(report: &str) -> Vec<Leak> {
                         .is_some_and(|a| (MODULE_AREA.0..MODULE_AREA.1).contains(&a))
             });
             Leak {
+                object: block.lines().next().unwrap_or("").trim().to_owned(),
                 pid,
                 text: format!("unreferenced object{block}"),
                 from_module,

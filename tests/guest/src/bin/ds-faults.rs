@@ -31,9 +31,8 @@ use neuron_ds_guest_tests::{
     Producer, ACQUIRE, SLAB_SIZE,
 };
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     ffi::CString,
-    fmt::Write as _,
     fs::{self, File},
     io::{self, Read, Write},
     os::fd::{AsRawFd, FromRawFd},
@@ -709,6 +708,12 @@ struct Campaign {
     sections: Sections,
     /// Every operation stepped through, with the failure points it reached.
     stepped: Vec<(Op, u32)>,
+    /// Whether kmemleak scanned (this kernel has it).
+    kmemleak_seen: bool,
+    /// Objects already attributed (kmemleak reports an object at every scan).
+    leaks_seen: BTreeSet<String>,
+    /// The module's unreferenced objects allocated by no point's process.
+    unattributed_leaks: Vec<String>,
 }
 
 impl Campaign {
@@ -1230,10 +1235,51 @@ impl Campaign {
         if let Some(helper) = self.helper.take() {
             helper.release_and_exit();
         }
+        // A first kmemleak verdict before the module is unloaded, so that a crash in unloading
+        // does not take it along.
+        self.scan_for_leaks();
+        let (points, failed, leaks) = self.tally();
+        println!(
+            "faults: loaded-module operations: {points} injection points reached, {failed} failed, {}",
+            leaks.map_or("leaks not checked".into(), |l| format!("{l} leaks"))
+        );
         self.step_rmmod();
         unload_module().unwrap_or_else(|e| panic!("rmmod: {}", errno_name(e)));
         self.step_insmod();
+        self.scan_for_leaks();
         let _ = self.log.take_injections();
+    }
+
+    /// Attributes the module's unreferenced objects to the points whose process allocated
+    /// them (each object once, however many scans report it).
+    fn scan_for_leaks(&mut self) {
+        let Some(leaks) = kmemleak::scan() else {
+            return;
+        };
+        self.kmemleak_seen = true;
+        for leak in leaks.into_iter().filter(|l| l.from_module) {
+            if !self.leaks_seen.insert(leak.object.clone()) {
+                continue;
+            }
+            match self.rows.iter_mut().find(|r| r.pid == leak.pid) {
+                Some(row) => row.leaks += 1,
+                None => self.unattributed_leaks.push(leak.text),
+            }
+        }
+    }
+
+    /// Points reached, points with a problem (and checks outside points that failed), and
+    /// leaks (`None` without kmemleak).
+    fn tally(&self) -> (usize, usize, Option<usize>) {
+        let failed = self
+            .rows
+            .iter()
+            .filter(|r| !r.problems.is_empty() || r.leaks > 0)
+            .count()
+            + self.other_failures.len();
+        let leaks =
+            self.rows.iter().map(|r| r.leaks).sum::<usize>() + self.unattributed_leaks.len();
+        (self.rows.len(), failed, self.kmemleak_seen.then_some(leaks))
     }
 
     /// Prints a row as soon as it is known (a kernel crash later still leaves it on the
@@ -1367,28 +1413,18 @@ fn main() {
         kcov_dir: std::env::var(neuron_ds_guest_tests::kcov::DIR_VAR).ok(),
         sections: Sections::of(MODULE),
         stepped: Vec::new(),
+        kmemleak_seen: false,
+        leaks_seen: BTreeSet::new(),
+        unattributed_leaks: Vec::new(),
     };
     campaign.run();
 
-    let leaks = kmemleak::scan();
-    let mut unattributed = Vec::new();
-    if let Some(leaks) = &leaks {
-        for leak in leaks.iter().filter(|l| l.from_module) {
-            match campaign.rows.iter_mut().find(|r| r.pid == leak.pid) {
-                Some(row) => row.leaks += 1,
-                None => unattributed.push(leak.text.clone()),
-            }
-        }
-    }
-
+    let leaks = campaign.kmemleak_seen.then_some(());
     // The table: every (operation, failure, call site, result) with its points, how many of
     // them left a problem, and the leaks kmemleak attributed to them.
     println!("\n== fault table: operation x injected failure at call site -> result, state, leaks");
     let mut groups: BTreeMap<GroupKey, GroupCounts> = BTreeMap::new();
-    let mut failed = 0;
     for row in &campaign.rows {
-        let bad = !row.problems.is_empty() || row.leaks > 0;
-        failed += u32::from(bad);
         let op_order = Op::ORDER.iter().position(|op| *op == row.op).unwrap_or(0);
         let group = groups
             .entry((op_order, &row.attr, &row.site, &row.result))
@@ -1447,26 +1483,19 @@ fn main() {
     for failure in &campaign.other_failures {
         println!("faults: FAIL: {failure}");
     }
-    for leak in &unattributed {
+    for leak in &campaign.unattributed_leaks {
         println!("faults: leak not attributed to a point:\n{leak}");
     }
-    let leak_count = campaign.rows.iter().map(|r| r.leaks).sum::<usize>() + unattributed.len();
     println!("faults: time {:.1} s", started.elapsed().as_secs_f64());
-    let mut summary = String::new();
-    let _ = write!(
-        summary,
-        "faults: {} injection points reached, {} failed, ",
-        campaign.rows.len(),
-        failed + campaign.other_failures.len() as u32
+    let (points, failed, leak_count) = campaign.tally();
+    println!(
+        "faults: {points} injection points reached, {failed} failed, {}",
+        leak_count.map_or(
+            "leaks not checked (no kmemleak in this kernel)".into(),
+            |l| { format!("{l} leaks") }
+        )
     );
-    match leaks {
-        Some(_) => {
-            let _ = write!(summary, "{leak_count} leaks");
-        }
-        None => summary.push_str("leaks not checked (no kmemleak in this kernel)"),
-    }
-    println!("{summary}");
-    if failed > 0 || !campaign.other_failures.is_empty() || leak_count > 0 {
+    if failed > 0 || leak_count.unwrap_or(0) > 0 {
         exit(1);
     }
 }
