@@ -184,15 +184,11 @@ impl Collector {
         self.pcs.extend(pcs);
     }
 
-    /// Locates the points in `sections` (where a load that failed would have been).
-    pub fn assume_sections(&mut self, sections: Sections) {
-        self.sections = sections;
-    }
-
-    /// The module was (re)loaded: later points are located in its new sections.
+    /// The module was (re)loaded, or is gone: later points are located in its sections now
+    /// (a point of a module that is gone is saved as its address, `? <pc>`).
     pub fn refresh_sections(&mut self) {
         let sections = Sections::of("neuron_ds");
-        if !sections.is_empty() && sections != self.sections {
+        if sections != self.sections {
             self.save_as_of_now();
             self.sections = sections;
         }

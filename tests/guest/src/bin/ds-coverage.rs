@@ -9,7 +9,7 @@
 //! campaign reached, and ends with `coverage: N of M module PCs (P%)`.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::{BTreeMap, BTreeSet, HashSet},
     fs,
     process::exit,
 };
@@ -48,6 +48,47 @@ fn read_sites(path: &str) -> Sites {
     sites
 }
 
+/// Places addresses traced while the module was loaded but whose sections were not known (a
+/// load that failed before its sections could be read). Each code section of that load
+/// started somewhere: for each section, the start that puts the most addresses on its points
+/// is taken (tried from the first few addresses left, each against every point), provided it
+/// explains two addresses at least. Returns the placed points and the addresses left over.
+fn place(addresses: &[u64], sites: &Sites) -> (Vec<Site>, Vec<u64>) {
+    const ANCHORS: usize = 4;
+    let mut left: Vec<u64> = addresses.to_vec();
+    let mut placed = Vec::new();
+    let all = || sites.counted.keys().chain(sites.kunit.iter());
+    let sections: BTreeSet<&str> = all().map(|(section, _)| section.as_str()).collect();
+    for section in sections {
+        let offsets: HashSet<u64> = all()
+            .filter(|(s, _)| s == section)
+            .map(|(_, offset)| *offset)
+            .collect();
+        let hits = |start: u64| {
+            left.iter()
+                .filter(|&&a| a.checked_sub(start).is_some_and(|o| offsets.contains(&o)))
+                .count()
+        };
+        let best = left
+            .iter()
+            .take(ANCHORS)
+            .flat_map(|&anchor| offsets.iter().filter_map(move |&o| anchor.checked_sub(o)))
+            .map(|start| (hits(start), start))
+            .max();
+        let Some((2.., start)) = best else {
+            continue;
+        };
+        left.retain(|&a| match a.checked_sub(start) {
+            Some(offset) if offsets.contains(&offset) => {
+                placed.push((section.to_owned(), offset));
+                false
+            }
+            _ => true,
+        });
+    }
+    (placed, left)
+}
+
 /// The points one campaign reached: counted ones, and how many matched no point at all.
 struct Reached {
     counted: BTreeSet<Site>,
@@ -64,6 +105,8 @@ fn read_campaign(dir: &str, sites: &Sites) -> Reached {
             continue;
         }
         let text = fs::read_to_string(&path).expect("coverage file");
+        let mut located = Vec::new();
+        let mut addresses = Vec::new();
         for line in text.lines() {
             let Some((section, offset)) = line.split_once(' ') else {
                 continue;
@@ -71,7 +114,15 @@ fn read_campaign(dir: &str, sites: &Sites) -> Reached {
             let Ok(offset) = u64::from_str_radix(offset, 16) else {
                 continue;
             };
-            let site = (section.to_owned(), offset);
+            if section == "?" {
+                addresses.push(offset);
+            } else {
+                located.push((section.to_owned(), offset));
+            }
+        }
+        let (placed, lost) = place(&addresses, sites);
+        unmatched.extend(lost.into_iter().map(|pc| ("?".to_owned(), pc)));
+        for site in located.into_iter().chain(placed) {
             if sites.counted.contains_key(&site) || sites.kunit.contains(&site) {
                 all.insert(site);
             } else {
@@ -170,4 +221,29 @@ fn main() {
         combined.counted.len(),
         percent(combined.counted.len(), total)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_of_a_failed_load_are_placed_where_two_or_more_land_on_points() {
+        let mut sites = Sites {
+            counted: BTreeMap::new(),
+            kunit: BTreeSet::new(),
+        };
+        for offset in [0x10, 0x20, 0x30] {
+            sites.counted.insert((".text".into(), offset), "f".into());
+        }
+        sites
+            .counted
+            .insert((".init.text".into(), 0x5), "init".into());
+        let (placed, left) = place(&[0x1010, 0x9005, 0x1030, 0x7777], &sites);
+        assert_eq!(
+            placed,
+            [(".text".to_owned(), 0x10), (".text".to_owned(), 0x30)]
+        );
+        assert_eq!(left, [0x9005, 0x7777]);
+    }
 }

@@ -918,16 +918,11 @@ impl Campaign {
         let params = self.params.clone();
         loop {
             let kcov_dir = self.kcov_dir.clone();
-            let sections = self.sections.clone();
             let (pid, report) = in_child(|| {
                 let mut report = ChildReport::default();
-                // A failed load leaves no sections to read: its points are located as if it
-                // had been loaded where the previous load was (ds-coverage only counts points
-                // that match an instrumentation point of the module).
+                // A failed load leaves no sections to read: its points are saved as addresses,
+                // which ds-coverage places by matching them with the module's points.
                 let mut kcov = kcov_dir.and_then(|dir| Collector::start(&dir, "faults").ok());
-                if let Some(kcov) = kcov.as_mut() {
-                    kcov.assume_sections(sections);
-                }
                 let mut fail_nth = FailNth::open().expect("fail-nth");
                 fail_nth.arm(n);
                 let result = load_module(&ko, &params);
