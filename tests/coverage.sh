@@ -20,7 +20,6 @@ work="$root/build/coverage"
 bash tests/guest/build.sh "$work" >/dev/null
 python3 tests/coverage_sites.py "llvm-objdump$LLVM_SUFFIX" build/module-cov/rust/neuron_ds.ko \
     >"$work/cov-sites.tsv"
-echo "coverage: $(wc -l <"$work/cov-sites.tsv") instrumentation points in the module"
 
 calls="${CALLS:-20000}" seed="${SEED:-7}"
 faults_short="${FAULTS_SHORT-1}"

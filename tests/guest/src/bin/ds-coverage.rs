@@ -1,9 +1,9 @@
 //! Adds up the coverage files of the campaigns: `ds-coverage SITES NAME=DIR [NAME=DIR...]`.
 //!
 //! SITES lists the module's instrumentation points, one per line: section, offset of the
-//! point (the return address of its `__sanitizer_cov_trace_pc` call) in hex, 1 if it is in a
-//! KUnit test function (not counted) else 0, and the function, demangled
-//! (`tests/coverage.sh` makes it from the .ko). Each DIR holds the `.cov` files the processes
+//! point (the return address of its `__sanitizer_cov_trace_pc` call) in hex, its class (0:
+//! module code; 1: KUnit test code, not counted; 2: module code nothing in the module refers
+//! to) and the function, demangled (`tests/coverage_sites.py` makes it from the .ko). Each DIR holds the `.cov` files the processes
 //! of one campaign wrote (`kcov::Collector`). Prints, per campaign and for all of them
 //! together, the points reached out of the module's non-KUnit points, then every function no
 //! campaign reached, and ends with `coverage: N of M module PCs (P%)`.
@@ -20,6 +20,8 @@ type Site = (String, u64);
 struct Sites {
     /// Non-KUnit points and their function.
     counted: BTreeMap<Site, String>,
+    /// Functions nothing in the module refers to.
+    unreferenced: BTreeSet<String>,
     /// Points in KUnit test functions.
     kunit: BTreeSet<Site>,
 }
@@ -28,6 +30,7 @@ fn read_sites(path: &str) -> Sites {
     let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut sites = Sites {
         counted: BTreeMap::new(),
+        unreferenced: BTreeSet::new(),
         kunit: BTreeSet::new(),
     };
     for line in text.lines() {
@@ -39,10 +42,16 @@ fn read_sites(path: &str) -> Sites {
             section.to_owned(),
             u64::from_str_radix(offset, 16).expect("hex offset"),
         );
-        if kunit == "1" {
-            sites.kunit.insert(site);
-        } else {
-            sites.counted.insert(site, function.to_owned());
+        match kunit {
+            "1" => {
+                sites.kunit.insert(site);
+            }
+            class => {
+                if class == "2" {
+                    sites.unreferenced.insert(function.to_owned());
+                }
+                sites.counted.insert(site, function.to_owned());
+            }
         }
     }
     sites
@@ -206,7 +215,12 @@ fn main() {
         never.iter().map(|(_, (_, n))| n).sum::<usize>()
     );
     for (function, (_, points)) in &never {
-        println!("{points:>5}  {function}");
+        let note = if sites.unreferenced.contains(**function) {
+            "  (nothing in the module refers to it)"
+        } else {
+            ""
+        };
+        println!("{points:>5}  {function}{note}");
     }
     let partial: Vec<_> = functions
         .iter()
@@ -231,6 +245,7 @@ mod tests {
     fn addresses_of_a_failed_load_are_placed_where_two_or_more_land_on_points() {
         let mut sites = Sites {
             counted: BTreeMap::new(),
+            unreferenced: BTreeSet::new(),
             kunit: BTreeSet::new(),
         };
         for offset in [0x10, 0x20, 0x30] {
