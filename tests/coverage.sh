@@ -36,10 +36,13 @@ campaign fuzz-random /work/bin/ds-fuzz --calls $calls --seed $seed
 campaign fuzz-guided /work/bin/ds-fuzz --calls $calls --seed $seed --guided
 campaign stress /work/bin/ds-stress --cycles ${CYCLES:-4000} --processes ${PROCESSES:-64}
 campaign unload /work/bin/ds-unload --cycles ${UNLOAD_CYCLES:-3}
+# The permission matrix: its probes switch to other users, who must be able to write there.
+mkdir -p /tmp/cov/permissions && chmod 1777 /tmp/cov/permissions
+campaign permissions /work/tests/permissions --test-threads=1
 campaign faults /work/bin/ds-faults${faults_short:+ --short}
 /work/bin/ds-coverage /work/cov-sites.tsv fuzz-random=/tmp/cov/fuzz-random \\
     fuzz-guided=/tmp/cov/fuzz-guided stress=/tmp/cov/stress unload=/tmp/cov/unload \\
-    faults=/tmp/cov/faults
+    permissions=/tmp/cov/permissions faults=/tmp/cov/faults
 RUN
 chmod +x "$work/coverage.sh"
 status=0
