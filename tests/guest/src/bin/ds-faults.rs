@@ -824,7 +824,23 @@ impl Campaign {
         n + sampling.gap
     }
 
+    /// Steps through `op`'s points, twice. Which point comes N-th may depend on state the
+    /// first runs changed (a vector of the module that had to grow the first time and not the
+    /// second): the second pass, in the state the first left, records the points whose call
+    /// site, failure and result the first did not see, and any point with a problem.
     fn step_task_op(&mut self, op: Op) {
+        let first = self.rows.len();
+        self.step_task_op_once(op, None);
+        let seen: BTreeSet<(String, String, String)> = self.rows[first..]
+            .iter()
+            .map(|r| (r.attr.clone(), r.site.clone(), r.result.clone()))
+            .collect();
+        self.step_task_op_once(op, Some(&seen));
+    }
+
+    /// One pass of [`Campaign::step_task_op`]; with `seen`, rows already seen and without a
+    /// problem are not recorded again.
+    fn step_task_op_once(&mut self, op: Op, seen: Option<&BTreeSet<(String, String, String)>>) {
         let helper_pid = self.helper.as_ref().map_or(0, |h| h.pid);
         let mut n = 1;
         let mut sampling = Sampling::default();
@@ -876,7 +892,9 @@ impl Campaign {
                     self.other_failures
                         .push(format!("{} without a failure: {problem}", op.name()));
                 }
-                self.print_progress(op, n - 1);
+                if seen.is_none() {
+                    self.print_progress(op, n - 1);
+                }
                 return;
             }
             row.result = Self::result_text(report.ret, report.errno);
@@ -899,7 +917,10 @@ impl Campaign {
             }
             self.describe(&mut row, &injections);
             let site = format!("{} {}", row.attr, row.site);
-            self.record(row);
+            let key = (row.attr.clone(), row.site.clone(), row.result.clone());
+            if seen.is_none_or(|seen| !seen.contains(&key) || !row.problems.is_empty()) {
+                self.record(row);
+            }
             n = self.next_point(n, &mut sampling, &site);
         }
     }
