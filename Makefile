@@ -11,6 +11,9 @@
 #   make test-debug   the same on the debug kernel (KASAN, lockdep, Rust debug assertions)
 #   make stress       full stress campaign in the guest (CYCLES=, PROCESSES=, VARIANT=debug)
 #   make fuzz-ioctl   full syscall fuzzer in the guest (CALLS=, SEED=, VARIANT=debug)
+#   make faults       fault campaign (every failure point of the module) and unload under
+#                     load, on the debug kernel (FAULTS_SHORT=1: the short form)
+#   make coverage     the campaigns on the cov kernel (KCOV): module PCs reached, per campaign
 #   make demo         the main job: boot the guest, load the module, show it working
 #   make bench        host + guest benchmarks as one table (not part of make test)
 #   make qemu-run EXTRA=<dir> CMD='<command>'   run your own program against the module
@@ -29,7 +32,8 @@
 SHELL := /bin/bash
 ROOT := $(CURDIR)
 VARIANT ?= base
-KERNEL_STAMP_DEPS := qemu/kernel.config qemu/kernel-debug.config qemu/kernel.sh qemu/env.sh
+KERNEL_STAMP_DEPS := qemu/kernel.config qemu/kernel-faults.config qemu/kernel-debug.config \
+	qemu/kernel-cov.config qemu/kernel.sh qemu/env.sh
 
 # KDIR given on the command line wins; otherwise the cached build of $(VARIANT).
 ifeq ($(origin KDIR),undefined)
@@ -40,7 +44,7 @@ endif
 MODULE_OUT := $(ROOT)/build/module-$(VARIANT)$(shell KVER='$(KVER)' bash -c 'source qemu/env.sh && echo "$$KVER_SUFFIX"')
 MODULE = $(MODULE_OUT)/rust/neuron_ds.ko
 
-.PHONY: all module deps kernel test test-debug demo bench qemu-run rustfmt rustfmtcheck clean \
+.PHONY: all module deps kernel test test-debug stress fuzz-ioctl faults coverage demo bench qemu-run rustfmt rustfmtcheck clean \
 	install install-module install-files dkms-source dkms-install dkms-preflight deb install-tools
 
 all: module
@@ -57,7 +61,7 @@ module: $(if $(KDIR_FROM_CACHE),kernel)
 	mkdir -p "$(MODULE_OUT)"; \
 	source qemu/env.sh; \
 	MAKE="$(MAKE)" bash packaging/kbuild.sh "$$kdir" MO="$(MODULE_OUT)" \
-		$(if $(CLIPPY),CLIPPY=1) modules
+		$(if $(CLIPPY),CLIPPY=1) $(if $(filter cov,$(VARIANT)),KCOV_INSTRUMENT=y) modules
 
 rustfmt rustfmtcheck: kernel
 	@source qemu/env.sh; \
@@ -74,6 +78,12 @@ stress:
 
 fuzz-ioctl:
 	VARIANT=$(VARIANT) bash tests/campaign.sh fuzz
+
+faults:
+	VARIANT=$(if $(filter base,$(VARIANT)),debug,$(VARIANT)) bash tests/campaign.sh faults
+
+coverage:
+	bash tests/coverage.sh
 
 demo:
 	bash qemu/demo.sh

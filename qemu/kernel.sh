@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds the Rust-enabled guest kernel of one release (KVER, qemu/env.sh: 7.3 by default,
-# or 7.2) and one variant (base or debug) into the cache, keyed by kernel version, config
-# fragments and toolchain versions, and prints the build directory. Every release gets the
-# same fragments and the same checks. A second call with the same key returns at once.
+# or 7.2) and one variant into the cache, keyed by kernel version, config fragments and
+# toolchain versions, and prints the build directory. Every release gets the same fragments
+# and the same checks. A second call with the same key returns at once. Variants:
+#   base   qemu/kernel.config
+#   debug  + qemu/kernel-faults.config + qemu/kernel-debug.config (KASAN, lockdep, kmemleak,
+#          failure injection, delayed kobject release)
+#   cov    + qemu/kernel-faults.config + qemu/kernel-cov.config (KCOV, failure injection)
 #
-# Usage: [KVER=7.2|7.3] qemu/kernel.sh base|debug          build if needed, print the build dir
-#        [KVER=7.2|7.3] qemu/kernel.sh --dir base|debug    print the build dir without building
+# Usage: [KVER=7.2|7.3] qemu/kernel.sh base|debug|cov          build if needed, print the build dir
+#        [KVER=7.2|7.3] qemu/kernel.sh --dir base|debug|cov    print the build dir without building
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -20,9 +24,10 @@ fi
 variant="${1:-base}"
 case "$variant" in
 base) fragments=("$here/kernel.config") ;;
-debug) fragments=("$here/kernel.config" "$here/kernel-debug.config") ;;
+debug) fragments=("$here/kernel.config" "$here/kernel-faults.config" "$here/kernel-debug.config") ;;
+cov) fragments=("$here/kernel.config" "$here/kernel-faults.config" "$here/kernel-cov.config") ;;
 *)
-    echo "kernel.sh: unknown variant '$variant' (base or debug)" >&2
+    echo "kernel.sh: unknown variant '$variant' (base, debug or cov)" >&2
     exit 2
     ;;
 esac

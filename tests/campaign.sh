@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# `make stress` / `make fuzz-ioctl`: the full forms of the reliability campaigns (the short
-# forms run inside `make test`). Builds the guest binaries, boots the guest with two devices
-# and runs one campaign; its figures are printed, and its status (or a kernel complaint on
-# the console) is the exit status.
+# `make stress` / `make fuzz-ioctl` / `make faults`: the full forms of the reliability
+# campaigns (the short forms run inside `make test` and `make test-debug`). Builds the guest
+# binaries, boots the guest with two devices and runs one campaign; its figures are printed,
+# and its status (or a kernel complaint on the console) is the exit status.
 #
-# Usage: tests/campaign.sh stress|fuzz
-# Env:   VARIANT (base|debug), CYCLES, PROCESSES, READERS (stress), CALLS, SEED (fuzz;
-#        default: a fresh random seed, printed), QEMU_SMP, QEMU_TIMEOUT (default 7200 s)
+# Usage: tests/campaign.sh stress|fuzz|faults
+# Env:   VARIANT (base|debug|cov), CYCLES, PROCESSES, READERS (stress), CALLS, SEED (fuzz;
+#        default: a fresh random seed, printed), FAULTS_SHORT=1 and UNLOAD_CYCLES (faults,
+#        default 100), QEMU_SMP, QEMU_TIMEOUT (default 7200 s)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,11 +23,20 @@ fuzz)
     seed="${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
     cmd="/work/bin/ds-fuzz --calls ${CALLS:-1000000} --seed $seed"
     ;;
+faults)
+    # Every failure point of the module, then unloading under load; both run, both count.
+    cmd="/work/bin/ds-faults${FAULTS_SHORT:+ --short}; faults=\$?; /work/bin/ds-unload --cycles ${UNLOAD_CYCLES:-100}; unload=\$?; [ \$faults -eq 0 ] && [ \$unload -eq 0 ]"
+    ;;
 *)
-    echo "usage: tests/campaign.sh stress|fuzz" >&2
+    echo "usage: tests/campaign.sh stress|fuzz|faults" >&2
     exit 2
     ;;
 esac
+
+if [ "$variant" = debug ]; then
+    # The debug kernel has kmemleak: nothing the module allocated may be left unreferenced.
+    cmd="$cmd; rc=\$?; /work/bin/ds-kmemleak || rc=1; exit \$rc"
+fi
 
 work="$root/build/campaign-$variant"
 bash tests/guest/build.sh "$work" >/dev/null

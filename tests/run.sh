@@ -132,6 +132,18 @@ if ! bash tests/guest/build.sh "$work" 2>&1 | tail -n 20; then
     count 0 1 "guest tests build"
     finish
 fi
+if [ "$variant" = debug ]; then
+    # The fault campaign's short form, after the guest tests (it reloads the module its own way).
+    cat >"$work/after-tests.sh" <<'AFTER'
+#!/bin/sh
+echo "NEURON-DS-FAULTS-BEGIN"
+/work/bin/ds-faults --short
+rc=$?
+echo "NEURON-DS-FAULTS-END"
+exit $rc
+AFTER
+    chmod +x "$work/after-tests.sh"
+fi
 
 # The older releases' guest passes (make test) run in the background, one after another,
 # while the host tests, the lints and the packaging tests leave CPU over; the newest release's
@@ -216,6 +228,18 @@ step "QEMU: insmod + KUnit + guest tests ($variant, Linux $newest)"
 wait "$older_passes"
 guest_boot "$newest" "$variant" "$results" "$work"
 guest_counts "$newest" "$results"
+if [ "$variant" = debug ]; then
+    # Every failure point reached is one check; a leak, or a campaign that did not finish, fails.
+    summary="$(sed -n 's/^faults: \([0-9]*\) injection points reached, \([0-9]*\) failed, \([0-9]*\) leaks$/\1 \2 \3/p' \
+        "$results/console.log" | tail -n1)"
+    if [ -z "$summary" ]; then
+        echo "the fault campaign did not finish"
+        count 0 1 "fault campaign (short form)"
+    else
+        read -r fp ff fk <<<"$summary"
+        count "$((fp > ff ? fp - ff : 0))" "$((ff + fk))" "fault campaign (short form): $fp points, $fk leaks"
+    fi
+fi
 for release in "${second_passes[@]}"; do
     step "QEMU: insmod + KUnit + guest tests (base, Linux $release), booted during the host tests"
     # What boot.sh printed (the console without the final kernel log dump).

@@ -47,6 +47,11 @@ for test in /work/tests/*; do
     "$test" --test-threads=1 --show-output || rc=1
 done
 echo "NEURON-DS-GUEST-TESTS-END"
+# Whatever the harness adds after the tests (the fault campaign's short form on the debug
+# kernel) runs in the same boot.
+if [ -x /work/after-tests.sh ]; then
+    /work/after-tests.sh || rc=1
+fi
 exit $rc
 RUN
 chmod +x "$work/run.sh"

@@ -2,8 +2,13 @@
 //! system calls, so each test sees exactly the errno the kernel returned, plus a handle on
 //! `ds-producer` helper processes and readers of the module's sysfs files.
 
+pub mod corpus;
+pub mod fault_injection;
 pub mod identity;
+pub mod kcov;
 pub mod kernel_log;
+pub mod kmemleak;
+pub mod module_control;
 pub mod rng;
 pub mod stress;
 
@@ -246,9 +251,28 @@ pub fn nc_offset(core: usize, index: usize) -> usize {
     }
 }
 
+/// The sysfs class directory that lists the module's devices. Every sysfs path of the guest
+/// code goes through this constant (and [`sysfs_device`]), so that moving the devices to
+/// another class is a one-line change here.
+pub const SYSFS_CLASS: &str = "/sys/class/neuron_device";
+
+/// The class the module may register for its devices; it must not exist while the module is
+/// not loaded (today's module uses the kernel's misc class, so it never exists).
+pub const MODULE_CLASS: &str = "/sys/class/neuron_device";
+
 /// The sysfs directory of device `device`.
 pub fn sysfs_device(device: usize) -> String {
-    format!("/sys/class/neuron_device/neuron{device}")
+    format!("{SYSFS_CLASS}/neuron{device}")
+}
+
+/// How many NeuronCores device `device` shows in sysfs (its `neuron_core<c>` directories).
+pub fn sysfs_core_count(device: usize) -> usize {
+    let dir = sysfs_device(device);
+    let entries = fs::read_dir(&dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("neuron_core"))
+        .count()
 }
 
 /// The node of device `device`.

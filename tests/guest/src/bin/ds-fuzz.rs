@@ -15,6 +15,12 @@
 //!   what it inherited, and exits), open/dup/close, a close in another thread racing an
 //!   ioctl on the same descriptor, reads of the slot table.
 //!
+//! With `--guided` (and KCOV, the `cov` kernel), the steps are grouped into programs that run
+//! from a fresh state (every mapping and descriptor dropped), and the fuzzer keeps a corpus of
+//! programs that reached module code no earlier program reached, mutating new programs from
+//! it (see `corpus`). Without it, steps follow each other in one stream; with KCOV the points
+//! reached are reported either way, so both modes compare at the same number of calls.
+//!
 //! Outcomes are checked against what the module promises (e.g. a mapping that succeeds is
 //! exactly one slab at a granted slot; a reader's mapping never becomes writable or
 //! executable; unknown commands are ENOTTY; bad pointers EFAULT). The kernel log is checked
@@ -22,11 +28,12 @@
 //! once every helper is gone, no slot may be owned.
 
 use neuron_ds_guest_tests::{
-    device_path, kernel_log::KernelLog, offset_device, offset_is_owner, offset_slot, rng::Rng,
-    slab_offset, slots_on, DsInfo, ACQUIRE, RELEASE, SLAB_SIZE, SLOTS,
+    corpus::Corpus, device_path, kcov::Collector, kernel_log::KernelLog, offset_device,
+    offset_is_owner, offset_slot, rng::Rng, slab_offset, slots_on, DsInfo, ACQUIRE, RELEASE,
+    SLAB_SIZE, SLOTS,
 };
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::{BTreeMap, BTreeSet, HashSet},
     fmt, io,
     process::exit,
     ptr,
@@ -894,6 +901,22 @@ impl Fuzzer {
         }
     }
 
+    /// Drops every mapping and descriptor and forgets their grants: a program of the guided
+    /// mode starts from here.
+    fn reset(&mut self) {
+        for map in std::mem::take(&mut self.maps) {
+            // SAFETY: our own tracked mapping.
+            unsafe { libc::munmap(map.addr as *mut _, map.len) };
+            self.re_reserve(map.addr, map.len);
+        }
+        for file in self.files.drain(..) {
+            // SAFETY: our own descriptor.
+            unsafe { libc::close(file.fd) };
+        }
+        self.grants.clear();
+        self.tainted.clear();
+    }
+
     /// Unmaps and closes everything the fuzzer holds.
     fn clean_up(&mut self) {
         for map in self.maps.drain(..) {
@@ -907,29 +930,96 @@ impl Fuzzer {
     }
 }
 
+/// Coverage of the module so far, for the guided mode's feedback and the progress lines.
+struct Feedback {
+    kcov: Collector,
+    seen: HashSet<u64>,
+    /// Calls at which to print the coverage reached so far.
+    next_report: u64,
+    report_every: u64,
+}
+
+impl Feedback {
+    /// Moves what the last step traced into `seen`; returns how many points were new.
+    fn absorb(&mut self) -> usize {
+        let trace = self.kcov.take_trace();
+        let before = self.seen.len();
+        self.seen.extend(trace.iter().copied());
+        self.kcov.extend(trace);
+        self.seen.len() - before
+    }
+
+    fn progress(&mut self, calls: u64, mode: &str) {
+        if calls >= self.next_report {
+            println!(
+                "ds-fuzz: {mode}: {calls} calls: {} module points reached",
+                self.seen.len()
+            );
+            self.next_report += self.report_every;
+        }
+    }
+}
+
 fn main() {
     let mut calls = 20_000u64;
     let mut seed = 0x00F0_22EDu64;
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    for pair in args.chunks(2) {
-        match (pair[0].as_str(), pair.get(1).and_then(|v| v.parse().ok())) {
-            ("--calls", Some(value)) => calls = value,
-            ("--seed", Some(value)) => seed = value,
-            _ => {
-                eprintln!("usage: ds-fuzz [--calls N] [--seed S]");
-                exit(2);
-            }
+    let mut guided = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().and_then(|v| v.parse().ok());
+        match arg.as_str() {
+            "--calls" => calls = value().unwrap_or_else(|| usage()),
+            "--seed" => seed = value().unwrap_or_else(|| usage()),
+            "--guided" => guided = true,
+            _ => usage(),
         }
     }
-    println!("ds-fuzz: seed {seed} calls {calls}");
+    let mode = if guided { "guided" } else { "random" };
+    println!("ds-fuzz: seed {seed} calls {calls} mode {mode}");
+    let mut feedback = Collector::from_env("fuzz").map(|kcov| Feedback {
+        kcov,
+        seen: HashSet::new(),
+        next_report: calls / 10,
+        report_every: (calls / 10).max(1),
+    });
+    if guided && feedback.is_none() {
+        eprintln!("ds-fuzz: --guided needs KCOV coverage (the cov kernel, NEURON_DS_KCOV_DIR)");
+        exit(2);
+    }
     let mut kernel_log = KernelLog::open().expect("/dev/kmsg");
     let mut fuzzer = Fuzzer::new(seed);
     for device in 0..DEVICES {
         fuzzer.start_helper(device);
     }
     let mut checked = 0;
+    let mut corpus = Corpus::default();
+    let mut programs = 0u64;
+    let mut driver = Rng::new(seed ^ 0x9E37_79B9_7F4A_7C15);
     while fuzzer.calls < calls {
-        fuzzer.step();
+        if guided {
+            let program = corpus.next_program(&mut driver);
+            fuzzer.reset();
+            let mut new = 0;
+            for &step in &program.0 {
+                fuzzer.rng = Rng::new(step);
+                fuzzer.step();
+                if let Some(feedback) = feedback.as_mut() {
+                    new += feedback.absorb();
+                }
+            }
+            programs += 1;
+            if new > 0 {
+                corpus.add(program);
+            }
+        } else {
+            fuzzer.step();
+            if let Some(feedback) = feedback.as_mut() {
+                feedback.absorb();
+            }
+        }
+        if let Some(feedback) = feedback.as_mut() {
+            feedback.progress(fuzzer.calls, mode);
+        }
         if fuzzer.calls - checked >= 1000 {
             checked = fuzzer.calls;
             let complaints = kernel_log.complaints();
@@ -944,8 +1034,16 @@ fn main() {
     if let Some(first) = complaints.first() {
         fuzzer.violation(format!("kernel complaint: {first}"));
     }
-    println!("\n== fuzz figures (seed {seed})");
+    println!("\n== fuzz figures (seed {seed}, {mode})");
     println!("calls                     {}", fuzzer.calls);
+    if guided {
+        println!("programs run / in corpus  {programs} / {}", corpus.len());
+    }
+    if let Some(feedback) = feedback.as_mut() {
+        feedback.absorb();
+        println!("module points reached     {}", feedback.seen.len());
+        feedback.kcov.save();
+    }
     for (class, count) in &fuzzer.classes {
         println!("{:<26}{count}", class.to_string());
     }
@@ -962,4 +1060,9 @@ fn main() {
         ));
     }
     println!("ds-fuzz: PASS");
+}
+
+fn usage() -> ! {
+    eprintln!("usage: ds-fuzz [--calls N] [--seed S] [--guided]");
+    exit(2);
 }

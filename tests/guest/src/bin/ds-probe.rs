@@ -12,7 +12,8 @@
 //! permission-matrix test runs it under several identities.
 
 use neuron_ds_guest_tests::{
-    acquire, device_path, identity::Identity, nc_offset, open_device, release, Mapping, SLAB_SIZE,
+    acquire, device_path, identity::Identity, kcov::Collector, nc_offset, open_device, release,
+    Mapping, SLAB_SIZE,
 };
 use std::{
     io::{self, Read},
@@ -53,13 +54,20 @@ fn main() {
         eprintln!("usage: ds-probe IDENTITY DEVICE PID OFFSET | ds-probe IDENTITY DEVICE hold");
         exit(2);
     };
+    // On the cov kernel: KCOV is opened before the switch (its debugfs file is root's); the
+    // thread stays traced under its new identity.
+    let mut kcov = Collector::from_env("probe");
     if let Err(e) = identity.assume() {
         eprintln!("ds-probe: switching to {}: {e}", identity.text());
         exit(2);
     }
     let (device, pid, offset) = match &args[1..] {
         [device, hold_word] if hold_word == "hold" => {
-            match hold(&device_path(device.parse().expect("DEVICE"))) {
+            let held = hold(&device_path(device.parse().expect("DEVICE")));
+            if let Some(kcov) = kcov.as_mut() {
+                kcov.save();
+            }
+            match held {
                 Ok(()) => exit(0),
                 Err(e) => {
                     eprintln!("ds-probe: holding a slab: {e}");
@@ -112,6 +120,9 @@ fn main() {
         }
         drop(view);
         results.push(("release", outcome(&release(file, pid))));
+    }
+    if let Some(kcov) = kcov.as_mut() {
+        kcov.save();
     }
     let line: Vec<String> = results.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!("{}", line.join(" "));

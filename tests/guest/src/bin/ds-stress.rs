@@ -21,7 +21,7 @@ use neuron_ds_guest_tests::{
     rng::Rng,
     slab_offset, slots_on,
     stress::{node_offset, ProducerLine, ReaderStats, Tally, Tenure},
-    sysfs_counter_on, Mapping, SLAB_SIZE, SLOTS,
+    sysfs_core_count, sysfs_counter_on, Mapping, SLAB_SIZE, SLOTS,
 };
 use std::{
     fs,
@@ -325,19 +325,10 @@ fn sysfs_totals(devices: usize, cores: usize) -> Vec<u64> {
     values
 }
 
-fn core_count(device: usize) -> usize {
-    let dir = neuron_ds_guest_tests::sysfs_device(device);
-    let entries = fs::read_dir(&dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("neuron_core"))
-        .count()
-}
-
 fn main() {
     let options = Options::parse();
     let devices = options.devices;
-    let cores = core_count(0);
+    let cores = sysfs_core_count(0);
     if (0..devices).any(|d| fs::metadata(device_path(d)).is_err()) {
         eprintln!("ds-stress: needs {devices} devices (load the module with devices={devices})");
         exit(2);

@@ -18,7 +18,9 @@ use nds_abi::{
     sysfs::SYSFS_COUNTERS,
 };
 use neuron_ds_guest_tests::{
-    acquire, device_path, nc_offset, offset_slot, open_device, release,
+    acquire, device_path,
+    kcov::Collector,
+    nc_offset, offset_slot, open_device, release,
     rng::Rng,
     slots_on,
     stress::{node_offset, report_line, unaggregated_nc_counters, Tally, Tenure, OWNER_ND_COUNTER},
@@ -214,6 +216,9 @@ fn main() {
     let chaff = unaggregated_nc_counters();
     let hold_last = rng.one_in(4);
     let mut enomem = 0;
+    // On the cov kernel: the module code each cycle reached, saved as it goes (a producer may
+    // be killed at any time).
+    let mut kcov = Collector::from_env("stress");
     for done in 1..=config.cycles {
         cycle(
             &config,
@@ -222,6 +227,9 @@ fn main() {
             &mut enomem,
             hold_last && done == config.cycles,
         );
+        if let Some(kcov) = kcov.as_mut() {
+            kcov.save();
+        }
     }
     emit(&format!("D {enomem}\n"));
 }

@@ -11,6 +11,7 @@
 
 use nds::{Backend, CounterSnapshot, Error, Reader, SlabRead, Snapshot};
 use neuron_ds_guest_tests::{
+    kcov::Collector,
     rng::Rng,
     slots_on,
     stress::{ReaderStats, OWNER_ND_COUNTER},
@@ -102,7 +103,11 @@ fn main() {
     let backend = Backend::neuron_device(device as u32);
     let mut rng = Rng::new(seed.parse().expect("SEED"));
     let mut stats = ReaderStats::default();
+    let mut kcov = Collector::from_env("stress");
     while !told_to_stop() {
+        if let Some(kcov) = kcov.as_mut() {
+            kcov.drain();
+        }
         let owners: Vec<i32> = slots_on(device)
             .iter()
             .map(|r| r.pid)
@@ -113,6 +118,9 @@ fn main() {
             continue;
         }
         snapshot(&backend, rng.pick(&owners), &mut stats);
+    }
+    if let Some(kcov) = kcov.as_mut() {
+        kcov.save();
     }
     print!("{}", stats.line());
     exit(i32::from(stats.mismatches != 0));

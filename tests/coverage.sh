@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `make coverage`: the campaigns on the cov kernel (KCOV, only the module instrumented), each
+# collecting the module code its processes reached, then how much of the module that is: per
+# campaign and combined, out of the module's instrumentation points outside KUnit tests,
+# with the functions never reached. The random and the coverage-guided fuzzer run the same
+# number of calls, so their lines compare them. Ends with "coverage: N of M module PCs (P%)".
+#
+# Env: CALLS (each fuzzer, default 20000), SEED, CYCLES and PROCESSES (stress, default 4000
+#      and 64), UNLOAD_CYCLES (default 3), FAULTS_SHORT (default 1; empty: the full form),
+#      QEMU_TIMEOUT (default 7200 s)
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+# shellcheck source=qemu/env.sh
+source qemu/env.sh
+
+make -s module VARIANT=cov
+work="$root/build/coverage"
+bash tests/guest/build.sh "$work" >/dev/null
+python3 tests/coverage_sites.py "llvm-objdump$LLVM_SUFFIX" build/module-cov/rust/neuron_ds.ko \
+    >"$work/cov-sites.tsv"
+
+calls="${CALLS:-20000}" seed="${SEED:-7}"
+faults_short="${FAULTS_SHORT-1}"
+cat >"$work/coverage.sh" <<RUN
+#!/bin/sh
+# Each campaign's processes write the points they reached under /tmp/cov/<campaign>.
+campaign() {
+    name="\$1"; shift
+    mkdir -p "/tmp/cov/\$name"
+    NEURON_DS_KCOV_DIR="/tmp/cov/\$name" "\$@"
+    echo "coverage: campaign \$name exited \$?"
+}
+campaign fuzz-random /work/bin/ds-fuzz --calls $calls --seed $seed
+campaign fuzz-guided /work/bin/ds-fuzz --calls $calls --seed $seed --guided
+campaign stress /work/bin/ds-stress --cycles ${CYCLES:-4000} --processes ${PROCESSES:-64}
+campaign unload /work/bin/ds-unload --cycles ${UNLOAD_CYCLES:-3}
+# The permission matrix: its probes switch to other users, who must be able to write there.
+mkdir -p /tmp/cov/permissions && chmod 1777 /tmp/cov/permissions
+campaign permissions /work/tests/permissions --test-threads=1
+campaign faults /work/bin/ds-faults${faults_short:+ --short}
+/work/bin/ds-coverage /work/cov-sites.tsv fuzz-random=/tmp/cov/fuzz-random \\
+    fuzz-guided=/tmp/cov/fuzz-guided stress=/tmp/cov/stress unload=/tmp/cov/unload \\
+    permissions=/tmp/cov/permissions faults=/tmp/cov/faults
+RUN
+chmod +x "$work/coverage.sh"
+status=0
+MODULE_PARAMS="devices=2 cores_per_device=2 metrics_period_ms=400" \
+    QEMU_TIMEOUT="${QEMU_TIMEOUT:-7200}" \
+    bash qemu/qemu-run.sh cov "$work" /work/coverage.sh || status=$?
+# The summary line last, after the harness's own lines.
+grep -h '^coverage: [0-9]* of [0-9]* module PCs' build/qemu-run-cov/console.log | tail -n1
+exit "$status"

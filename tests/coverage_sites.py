@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Lists the KCOV instrumentation points of a module built for the cov kernel.
+
+Usage: coverage_sites.py OBJDUMP MODULE.ko > sites.tsv
+
+One line per call of __sanitizer_cov_trace_pc: section, offset of the point in hex (the
+call's return address, which is what KCOV records), its class (0: module code; 1: KUnit test
+code, not counted; 2: module code nothing refers to), and the demangled function. Read by
+the guest's ds-coverage.
+
+KUnit test code is a function of a `tests` module (which `#[kunit_tests]` wraps), and any
+function only such code can reach: the copy of a function the module otherwise inlines, or
+a generic instance only a test uses. A build without KUnit has none of them. Reachability is
+taken from the object: a function is reachable if a non-test function calls or jumps to it,
+or if a data section (a vtable, the module structure, a parameter) refers to it. Functions
+nothing refers to (public helpers the module does not use, the standalone copy of a function
+inlined wherever it is used) stay counted, in class 2, so that the report can say why they
+are never reached. Prints a summary of the split on stderr.
+"""
+import re
+import subprocess
+import sys
+
+objdump, module = sys.argv[1:3]
+CODE = (".text", ".init.text", ".exit.text")
+# Sections that refer to every function without being a way to call it.
+METADATA = (".orc_unwind_ip", ".orc_unwind", ".kunit_test_suites")
+
+
+def run(*args):
+    return subprocess.run([objdump, *args, module], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def symbol(reference):
+    """The function a relocation or call operand names, without its offset."""
+    return re.sub(r"[+-]0x[0-9a-f]+$", "", reference.strip())
+
+
+starts = {}                    # code section -> sorted [(start, function)]
+
+
+def target(reference, kind):
+    """The function a relocation refers to. A function local to the object is referred to
+    as its section plus an offset: PC-relative relocations carry the offset minus 4."""
+    reference = reference.strip()
+    local = re.match(r"^(\.[\w.]+)([+-]0x[0-9a-f]+)?$", reference)
+    if not local or local.group(1) not in starts:
+        return symbol(reference)
+    offset = int(local.group(2) or "0", 16)
+    if kind in ("PLT32", "PC32"):
+        offset += 4
+    best = None
+    for start, f in starts[local.group(1)]:
+        if start > offset:
+            break
+        best = f
+    return best
+
+
+def is_test(function):
+    return "::tests::" in function or function.startswith("kunit_rust_wrapper_")
+
+
+# -r: relocations inline (calls out of the object point at 0 until linked);
+# -C: demangled names (LLVM demangles Rust's v0 symbols).
+listing = run("-d", "-r", "-C", "--no-show-raw-insn").splitlines()
+section = None
+for line in listing:
+    if line.startswith("Disassembly of section "):
+        section = line[len("Disassembly of section "):].rstrip(":")
+    label = re.match(r"^([0-9a-f]+) <(.*)>:$", line)
+    if label and section:
+        starts.setdefault(section, []).append((int(label.group(1), 16), label.group(2)))
+for functions in starts.values():
+    functions.sort()
+
+section = function = None
+points = []                    # (section, offset, function)
+calls = {}                     # function -> functions it calls, jumps to or takes
+for line in listing:
+    if line.startswith("Disassembly of section "):
+        section = line[len("Disassembly of section "):].rstrip(":")
+        continue
+    label = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+    if label:
+        function = label.group(1)
+        calls.setdefault(function, set())
+        continue
+    if not (section and function):
+        continue
+    reloc = re.match(r"^\s+([0-9a-f]+):\s+R_X86_64_(\w+)\s+(.*)$", line)
+    if reloc:
+        referred = target(reloc.group(3), reloc.group(2))
+        if referred == "__sanitizer_cov_trace_pc":
+            # The relocation patches the 4-byte operand of the 5-byte call: it ends 4 on.
+            points.append((section, int(reloc.group(1), 16) + 4, function))
+        elif referred:
+            calls[function].add(referred)
+        continue
+    direct = re.search(r"\s(?:callq?|jmpq?|j\w+)\s+0x[0-9a-f]+ <(.*)>$", line)
+    if direct:
+        calls[function].add(symbol(direct.group(1)))
+
+if not points:
+    sys.exit(f"coverage_sites.py: no __sanitizer_cov_trace_pc call in {module} "
+             "(not built for the cov kernel?)")
+
+# Functions data refers to: entry points the kernel calls through a table.
+roots = set()
+data_section = None
+for line in run("-r", "-C").splitlines():
+    header = re.match(r"^RELOCATION RECORDS FOR \[(.*)\]:$", line)
+    if header:
+        data_section = header.group(1)
+        continue
+    if data_section in CODE or data_section in METADATA:
+        continue
+    fields = line.split(None, 2)
+    if len(fields) == 3 and fields[1].startswith("R_X86_64_"):
+        referred = target(fields[2], fields[1][len("R_X86_64_"):])
+        if referred in calls:
+            roots.add(referred)
+
+reachable = set()
+todo = [f for f in roots if not is_test(f)]
+while todo:
+    f = todo.pop()
+    if f in reachable:
+        continue
+    reachable.add(f)
+    todo.extend(t for t in calls.get(f, ()) if t in calls and not is_test(t))
+test_reachable = set()
+todo = [f for f in calls if is_test(f)]
+while todo:
+    f = todo.pop()
+    if f in test_reachable:
+        continue
+    test_reachable.add(f)
+    todo.extend(t for t in calls.get(f, ()) if t in calls)
+
+
+def test_code(f):
+    return is_test(f) or (f in test_reachable and f not in reachable)
+
+
+split = {"kunit": 0, "test-only": 0, "counted": 0, "unreferenced": 0}
+for section, offset, f in points:
+    if test_code(f):
+        kind = 1
+        split["kunit" if is_test(f) else "test-only"] += 1
+    else:
+        kind = 0 if f in reachable else 2
+        split["counted" if kind == 0 else "unreferenced"] += 1
+    print(f"{section}\t{offset:x}\t{kind}\t{f}")
+print(f"coverage_sites.py: {len(points)} points: {split['counted']} in module code, "
+      f"{split['unreferenced']} in module code nothing refers to, {split['kunit']} in KUnit "
+      f"tests, {split['test-only']} in functions only the tests reach", file=sys.stderr)

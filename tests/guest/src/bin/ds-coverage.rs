@@ -1,0 +1,264 @@
+//! Adds up the coverage files of the campaigns: `ds-coverage SITES NAME=DIR [NAME=DIR...]`.
+//!
+//! SITES lists the module's instrumentation points, one per line: section, offset of the
+//! point (the return address of its `__sanitizer_cov_trace_pc` call) in hex, its class (0:
+//! module code; 1: KUnit test code, not counted; 2: module code nothing in the module refers
+//! to) and the function, demangled (`tests/coverage_sites.py` makes it from the .ko). Each DIR holds the `.cov` files the processes
+//! of one campaign wrote (`kcov::Collector`). Prints, per campaign and for all of them
+//! together, the points reached out of the module's non-KUnit points, then every function no
+//! campaign reached, and ends with `coverage: N of M module PCs (P%)`.
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashSet},
+    fs,
+    process::exit,
+};
+
+/// An instrumentation point: section and offset.
+type Site = (String, u64);
+
+struct Sites {
+    /// Non-KUnit points and their function.
+    counted: BTreeMap<Site, String>,
+    /// Functions nothing in the module refers to.
+    unreferenced: BTreeSet<String>,
+    /// Points in KUnit test functions.
+    kunit: BTreeSet<Site>,
+}
+
+fn read_sites(path: &str) -> Sites {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut sites = Sites {
+        counted: BTreeMap::new(),
+        unreferenced: BTreeSet::new(),
+        kunit: BTreeSet::new(),
+    };
+    for line in text.lines() {
+        let fields: Vec<&str> = line.splitn(4, '\t').collect();
+        let [section, offset, kunit, function] = fields[..] else {
+            panic!("{path}: bad line {line:?}");
+        };
+        let site = (
+            section.to_owned(),
+            u64::from_str_radix(offset, 16).expect("hex offset"),
+        );
+        match kunit {
+            "1" => {
+                sites.kunit.insert(site);
+            }
+            class => {
+                if class == "2" {
+                    sites.unreferenced.insert(function.to_owned());
+                }
+                sites.counted.insert(site, function.to_owned());
+            }
+        }
+    }
+    sites
+}
+
+/// Places addresses traced while the module was loaded but whose sections were not known (a
+/// load that failed before its sections could be read). Each code section of that load
+/// started somewhere: for each section, the start that puts the most addresses on its points
+/// is taken (tried from the first few addresses left, each against every point), provided it
+/// explains two addresses at least. Returns the placed points and the addresses left over.
+fn place(addresses: &[u64], sites: &Sites) -> (Vec<Site>, Vec<u64>) {
+    const ANCHORS: usize = 4;
+    let mut left: Vec<u64> = addresses.to_vec();
+    let mut placed = Vec::new();
+    let all = || sites.counted.keys().chain(sites.kunit.iter());
+    let sections: BTreeSet<&str> = all().map(|(section, _)| section.as_str()).collect();
+    for section in sections {
+        let offsets: HashSet<u64> = all()
+            .filter(|(s, _)| s == section)
+            .map(|(_, offset)| *offset)
+            .collect();
+        let hits = |start: u64| {
+            left.iter()
+                .filter(|&&a| a.checked_sub(start).is_some_and(|o| offsets.contains(&o)))
+                .count()
+        };
+        let best = left
+            .iter()
+            .take(ANCHORS)
+            .flat_map(|&anchor| offsets.iter().filter_map(move |&o| anchor.checked_sub(o)))
+            .map(|start| (hits(start), start))
+            .max();
+        let Some((2.., start)) = best else {
+            continue;
+        };
+        left.retain(|&a| match a.checked_sub(start) {
+            Some(offset) if offsets.contains(&offset) => {
+                placed.push((section.to_owned(), offset));
+                false
+            }
+            _ => true,
+        });
+    }
+    (placed, left)
+}
+
+/// The points one campaign reached: counted ones, and how many matched no point at all.
+struct Reached {
+    counted: BTreeSet<Site>,
+    kunit: usize,
+    unmatched: usize,
+}
+
+fn read_campaign(dir: &str, sites: &Sites) -> Reached {
+    let mut all = BTreeSet::new();
+    let mut unmatched = BTreeSet::new();
+    for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("{dir}: {e}")) {
+        let path = entry.expect("directory entry").path();
+        if path.extension().is_none_or(|e| e != "cov") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).expect("coverage file");
+        let mut located = Vec::new();
+        let mut addresses = Vec::new();
+        for line in text.lines() {
+            let Some((section, offset)) = line.split_once(' ') else {
+                continue;
+            };
+            let Ok(offset) = u64::from_str_radix(offset, 16) else {
+                continue;
+            };
+            if section == "?" {
+                addresses.push(offset);
+            } else {
+                located.push((section.to_owned(), offset));
+            }
+        }
+        let (placed, lost) = place(&addresses, sites);
+        unmatched.extend(lost.into_iter().map(|pc| ("?".to_owned(), pc)));
+        for site in located.into_iter().chain(placed) {
+            if sites.counted.contains_key(&site) || sites.kunit.contains(&site) {
+                all.insert(site);
+            } else {
+                unmatched.insert(site);
+            }
+        }
+    }
+    let kunit = all.iter().filter(|s| sites.kunit.contains(*s)).count();
+    Reached {
+        counted: all
+            .into_iter()
+            .filter(|s| sites.counted.contains_key(s))
+            .collect(),
+        kunit,
+        unmatched: unmatched.len(),
+    }
+}
+
+fn percent(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+fn line(name: &str, reached: &Reached, total: usize) {
+    println!(
+        "{name:<16} {:>6} of {total} module PCs ({:.1}%){}",
+        reached.counted.len(),
+        percent(reached.counted.len(), total),
+        if reached.unmatched > 0 || reached.kunit > 0 {
+            format!(
+                "  [{} KUnit points, {} points matching no instrumentation point]",
+                reached.kunit, reached.unmatched
+            )
+        } else {
+            String::new()
+        }
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((sites_path, rest)) = args.split_first() else {
+        eprintln!("usage: ds-coverage SITES NAME=DIR...");
+        exit(2);
+    };
+    let sites = read_sites(sites_path);
+    let total = sites.counted.len();
+    let parse = |arg: &String| {
+        let (name, dir) = arg.split_once('=').expect("NAME=DIR");
+        (name.to_owned(), read_campaign(dir, &sites))
+    };
+    println!(
+        "\n== module coverage ({total} instrumentation points outside KUnit tests, {} in them)",
+        sites.kunit.len()
+    );
+    let mut combined = Reached {
+        counted: BTreeSet::new(),
+        kunit: 0,
+        unmatched: 0,
+    };
+    for (name, reached) in rest.iter().map(parse) {
+        line(&name, &reached, total);
+        combined.counted.extend(reached.counted.iter().cloned());
+    }
+    line("combined", &combined, total);
+    // Functions by points reached / points.
+    let mut functions: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (site, function) in &sites.counted {
+        let entry = functions.entry(function).or_default();
+        entry.1 += 1;
+        entry.0 += usize::from(combined.counted.contains(site));
+    }
+    let never: Vec<_> = functions.iter().filter(|(_, (hit, _))| *hit == 0).collect();
+    println!(
+        "\n== functions never reached ({} of {}, {} points)",
+        never.len(),
+        functions.len(),
+        never.iter().map(|(_, (_, n))| n).sum::<usize>()
+    );
+    for (function, (_, points)) in &never {
+        let note = if sites.unreferenced.contains(**function) {
+            "  (nothing in the module refers to it)"
+        } else {
+            ""
+        };
+        println!("{points:>5}  {function}{note}");
+    }
+    let partial: Vec<_> = functions
+        .iter()
+        .filter(|(_, (hit, all))| *hit > 0 && hit < all)
+        .collect();
+    println!("\n== functions reached in part (points reached / points)");
+    for (function, (hit, all)) in partial {
+        println!("{hit:>5} / {all:<5} {function}");
+    }
+    println!(
+        "\ncoverage: {} of {total} module PCs ({:.1}%)",
+        combined.counted.len(),
+        percent(combined.counted.len(), total)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_of_a_failed_load_are_placed_where_two_or_more_land_on_points() {
+        let mut sites = Sites {
+            counted: BTreeMap::new(),
+            unreferenced: BTreeSet::new(),
+            kunit: BTreeSet::new(),
+        };
+        for offset in [0x10, 0x20, 0x30] {
+            sites.counted.insert((".text".into(), offset), "f".into());
+        }
+        sites
+            .counted
+            .insert((".init.text".into(), 0x5), "init".into());
+        let (placed, left) = place(&[0x1010, 0x9005, 0x1030, 0x7777], &sites);
+        assert_eq!(
+            placed,
+            [(".text".to_owned(), 0x10), (".text".to_owned(), 0x30)]
+        );
+        assert_eq!(left, [0x9005, 0x7777]);
+    }
+}

@@ -1,0 +1,253 @@
+//! Coverage of the module's code with KCOV (the `cov` kernel): which instrumentation points
+//! of neuron_ds the calling thread reached.
+//!
+//! KCOV traces one thread: every basic block of instrumented code that thread runs appends the
+//! return address of its `__sanitizer_cov_trace_pc` call to a buffer shared with userspace.
+//! Only the module is instrumented in the `cov` kernel. A process takes part when the
+//! environment names a directory (`NEURON_DS_KCOV_DIR`): [`Collector::from_env`] starts
+//! tracing and [`Collector::save`] writes the points reached, as offsets into the module's
+//! sections, to a file of its own there. `ds-coverage` adds the files up.
+
+use std::{
+    collections::{BTreeMap, HashSet},
+    fs,
+    io::{self, Write},
+    ptr::NonNull,
+    sync::atomic::{AtomicU64, Ordering},
+};
+
+/// The environment variable naming the directory coverage files go to.
+pub const DIR_VAR: &str = "NEURON_DS_KCOV_DIR";
+/// `KCOV_INIT_TRACE`: `_IOR('c', 1, unsigned long)`.
+const KCOV_INIT_TRACE: u32 = 0x8008_6301;
+/// `KCOV_ENABLE`: `_IO('c', 100)`.
+const KCOV_ENABLE: u32 = 0x6364;
+/// `KCOV_TRACE_PC`: collect program counters (not comparison operands).
+const KCOV_TRACE_PC: usize = 0;
+/// Words in the buffer: one call of a module entry point reaches a few hundred points, and
+/// the buffer is drained after every call.
+const WORDS: usize = 1 << 18;
+/// Executable sections of a module, where instrumentation points live.
+pub const CODE_SECTIONS: [&str; 3] = [".text", ".init.text", ".exit.text"];
+
+/// Start addresses of the module's code sections while it is loaded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sections(BTreeMap<u64, String>);
+
+impl Sections {
+    /// The sections of the loaded module `module` (empty if it is not loaded).
+    pub fn of(module: &str) -> Self {
+        let mut map = BTreeMap::new();
+        for name in CODE_SECTIONS {
+            let path = format!("/sys/module/{module}/sections/{name}");
+            if let Some(start) = fs::read_to_string(path)
+                .ok()
+                .and_then(|t| u64::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok())
+            {
+                map.insert(start, name.to_owned());
+            }
+        }
+        Self(map)
+    }
+
+    /// Whether the module was loaded when these were read.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The start of `.text`, if known.
+    pub fn text(&self) -> Option<u64> {
+        self.0
+            .iter()
+            .find(|(_, name)| name.as_str() == ".text")
+            .map(|(start, _)| *start)
+    }
+
+    /// The section `pc` falls in (the one starting last at or before it) and its offset.
+    pub fn locate(&self, pc: u64) -> Option<(&str, u64)> {
+        let (start, name) = self.0.range(..=pc).next_back()?;
+        Some((name.as_str(), pc - start))
+    }
+}
+
+/// The coverage of the calling thread.
+pub struct Collector {
+    fd: i32,
+    area: NonNull<AtomicU64>,
+    pcs: HashSet<u64>,
+    sections: Sections,
+    dir: String,
+    tag: String,
+}
+
+impl Collector {
+    /// Starts collecting for the calling thread if `NEURON_DS_KCOV_DIR` is set; `tag` names
+    /// its file (the pid and thread id are added).
+    pub fn from_env(tag: &str) -> Option<Self> {
+        let dir = std::env::var(DIR_VAR).ok()?;
+        match Self::start(&dir, tag) {
+            Ok(collector) => Some(collector),
+            Err(e) => {
+                eprintln!("kcov: cannot collect coverage: {e}");
+                std::process::exit(4);
+            }
+        }
+    }
+
+    /// Starts collecting for the calling thread into directory `dir`.
+    pub fn start(dir: &str, tag: &str) -> io::Result<Self> {
+        let os_error = || io::Error::last_os_error();
+        // SAFETY: opening, sizing and mapping the calling thread's own KCOV buffer; the
+        // mapping is owned by the returned value and unmapped in `Drop`.
+        unsafe {
+            let fd = libc::open(
+                c"/sys/kernel/debug/kcov".as_ptr(),
+                libc::O_RDWR | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                return Err(os_error());
+            }
+            if libc::ioctl(fd, KCOV_INIT_TRACE as libc::Ioctl, WORDS) != 0 {
+                let e = os_error();
+                libc::close(fd);
+                return Err(e);
+            }
+            let area = libc::mmap(
+                std::ptr::null_mut(),
+                WORDS * 8,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            );
+            if area == libc::MAP_FAILED {
+                let e = os_error();
+                libc::close(fd);
+                return Err(e);
+            }
+            if libc::ioctl(fd, KCOV_ENABLE as libc::Ioctl, KCOV_TRACE_PC) != 0 {
+                let e = os_error();
+                libc::munmap(area, WORDS * 8);
+                libc::close(fd);
+                return Err(e);
+            }
+            let area = NonNull::new(area.cast::<AtomicU64>()).expect("mmap returned NULL");
+            area.as_ref().store(0, Ordering::Relaxed);
+            Ok(Self {
+                fd,
+                area,
+                pcs: HashSet::new(),
+                sections: Sections::of("neuron_ds"),
+                dir: dir.to_owned(),
+                tag: tag.to_owned(),
+            })
+        }
+    }
+
+    fn word(&self, index: usize) -> &AtomicU64 {
+        assert!(index < WORDS);
+        // SAFETY: `index` is inside the mapping, which lives as long as `self`; the kernel
+        // writes it concurrently, so it is only read through atomics.
+        unsafe { self.area.add(index).as_ref() }
+    }
+
+    /// Moves the points traced since the last drain into the set, and empties the buffer;
+    /// returns how many of them were new.
+    pub fn drain(&mut self) -> usize {
+        let count = (self.word(0).load(Ordering::Relaxed) as usize).min(WORDS - 1);
+        let before = self.pcs.len();
+        for index in 1..=count {
+            let pc = self.word(index).load(Ordering::Relaxed);
+            self.pcs.insert(pc);
+        }
+        self.word(0).store(0, Ordering::Relaxed);
+        self.pcs.len() - before
+    }
+
+    /// The points traced since the last drain, emptying the buffer (not added to the set).
+    pub fn take_trace(&mut self) -> Vec<u64> {
+        let count = (self.word(0).load(Ordering::Relaxed) as usize).min(WORDS - 1);
+        let trace = (1..=count)
+            .map(|index| self.word(index).load(Ordering::Relaxed))
+            .collect();
+        self.word(0).store(0, Ordering::Relaxed);
+        trace
+    }
+
+    /// Every distinct point drained so far.
+    pub fn pcs(&self) -> &HashSet<u64> {
+        &self.pcs
+    }
+
+    /// Adds points collected elsewhere (e.g. taken with [`Collector::take_trace`]).
+    pub fn extend(&mut self, pcs: impl IntoIterator<Item = u64>) {
+        self.pcs.extend(pcs);
+    }
+
+    /// The module was (re)loaded, or is gone: later points are located in its sections now
+    /// (a point of a module that is gone is saved as its address, `? <pc>`).
+    pub fn refresh_sections(&mut self) {
+        let sections = Sections::of("neuron_ds");
+        if sections != self.sections {
+            self.save_as_of_now();
+            self.sections = sections;
+        }
+    }
+
+    /// Writes the points drained so far (draining first) to this collector's file.
+    pub fn save(&mut self) {
+        self.drain();
+        self.save_as_of_now();
+    }
+
+    fn save_as_of_now(&mut self) {
+        if self.pcs.is_empty() {
+            return;
+        }
+        let mut text = String::new();
+        for pc in self.pcs.drain() {
+            match self.sections.locate(pc) {
+                Some((section, offset)) => text.push_str(&format!("{section} {offset:x}\n")),
+                None => text.push_str(&format!("? {pc:x}\n")),
+            }
+        }
+        // SAFETY: plain system calls.
+        let (pid, tid) = unsafe { (libc::getpid(), libc::gettid()) };
+        let path = format!("{}/{}-{pid}-{tid}.cov", self.dir, self.tag);
+        let written = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(text.as_bytes()));
+        if let Err(e) = written {
+            eprintln!("kcov: {path}: {e}");
+        }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping and descriptor, released once; closing disables tracing.
+        unsafe {
+            libc::munmap(self.area.as_ptr().cast(), WORDS * 8);
+            libc::close(self.fd);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_are_located_in_the_section_that_starts_last_before_them() {
+        let sections = Sections(BTreeMap::from([
+            (0x1000, ".text".to_owned()),
+            (0x9000, ".exit.text".to_owned()),
+        ]));
+        assert_eq!(sections.locate(0x1005), Some((".text", 5)));
+        assert_eq!(sections.locate(0x9010), Some((".exit.text", 0x10)));
+        assert_eq!(sections.locate(0xfff), None);
+        assert_eq!(sections.text(), Some(0x1000));
+    }
+}

@@ -1,0 +1,67 @@
+//! Loading and unloading the module with the system calls themselves (as insmod and rmmod
+//! do), so that a campaign sees the exact errno and can arm failure injection around them.
+
+use crate::{MODULE_CLASS, SYSFS_CLASS};
+use std::{ffi::CString, fs, fs::File, io, os::fd::AsRawFd};
+
+/// The module's name.
+pub const MODULE: &str = "neuron_ds";
+
+fn errno() -> i32 {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// `finit_module` of the module file `ko` with `params`; the errno on failure.
+pub fn load_module(ko: &str, params: &str) -> Result<(), i32> {
+    let file = File::open(ko).map_err(|e| e.raw_os_error().unwrap_or(0))?;
+    let params = CString::new(params).map_err(|_| libc::EINVAL)?;
+    // SAFETY: a module file descriptor and a NUL-terminated parameter string.
+    let ret =
+        unsafe { libc::syscall(libc::SYS_finit_module, file.as_raw_fd(), params.as_ptr(), 0) };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// `delete_module` without waiting for users to go away (as rmmod does): EAGAIN while the
+/// module is in use.
+pub fn unload_module() -> Result<(), i32> {
+    let name = CString::new(MODULE).expect("no NUL in the name");
+    // SAFETY: a NUL-terminated module name.
+    let ret = unsafe { libc::syscall(libc::SYS_delete_module, name.as_ptr(), libc::O_NONBLOCK) };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// What is still registered of the module: its module directory, its /proc/modules entry,
+/// device nodes, devices in the sysfs class, or a class of its own.
+pub fn leftovers() -> Vec<String> {
+    let mut found = Vec::new();
+    if fs::metadata(format!("/sys/module/{MODULE}")).is_ok() {
+        found.push(format!("/sys/module/{MODULE}"));
+    }
+    let listed = fs::read_to_string("/proc/modules")
+        .is_ok_and(|m| m.lines().any(|l| l.split(' ').next() == Some(MODULE)));
+    if listed {
+        found.push("its /proc/modules entry".into());
+    }
+    for dir in ["/dev", SYSFS_CLASS] {
+        if let Ok(entries) = fs::read_dir(dir) {
+            for entry in entries.filter_map(Result::ok) {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with("neuron") {
+                    found.push(format!("{dir}/{name}"));
+                }
+            }
+        }
+    }
+    if fs::metadata(MODULE_CLASS).is_ok() {
+        found.push(MODULE_CLASS.into());
+    }
+    found
+}
