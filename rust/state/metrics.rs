@@ -125,11 +125,7 @@ impl MetricsState {
     /// Ends a period of `elapsed_us` microseconds with `owned` the slabs owned now: posts
     /// every metric that has something to say into the ring. Nothing in it can fail (values
     /// are formatted in place), so a period never posts part of its metrics.
-    pub(crate) fn post(
-        &mut self,
-        owned: impl Iterator<Item = impl SlabValues>,
-        elapsed_us: u64,
-    ) {
+    pub(crate) fn post(&mut self, owned: impl Iterator<Item = impl SlabValues>, elapsed_us: u64) {
         let mut current = [0u64; METRIC_COUNT];
         for slab in owned {
             for (sum, def) in current.iter_mut().zip(METRIC_DEFS.iter()) {
@@ -161,9 +157,7 @@ impl MetricsState {
                     let percent = busy_ps.saturating_mul(100) / cores_ps;
                     Some(PostValue::format(fmt!("{percent}")))
                 }
-                MetricKind::Version(source, rank, field) => {
-                    self.version_text(source, rank, field)
-                }
+                MetricKind::Version(source, rank, field) => self.version_text(source, rank, field),
                 MetricKind::Bitmap(_) => match self.seen.get(index).copied().flatten() {
                     Some(bits) if bits != 0 => Some(PostValue::format(fmt!("{bits}"))),
                     _ => None,

@@ -7,6 +7,7 @@
 
 use crate::abi::metrics::METRIC_VALUE_SIZE;
 use core::fmt;
+use kernel::prelude::*;
 
 /// Up to [`METRIC_VALUE_SIZE`] bytes of text; what does not fit is cut off, as the original
 /// driver's fixed-size value field cuts it.
@@ -61,7 +62,6 @@ impl fmt::Write for PostValue {
 #[kunit_tests(neuron_ds_post_value)]
 mod tests {
     use super::*;
-    use kernel::prelude::*;
 
     #[test]
     fn short_text_is_zero_padded() {
