@@ -664,7 +664,9 @@ mod tests {
         // A release without a slab is a no-op.
         device.release_own(leader)?;
         assert_eq!(device.counter(1, success)?.total, 3);
-        // Zero every released slab now (the work item may or may not have run).
+        // Zero every released slab now: stop the work item (waiting for a scrub it is in the
+        // middle of), then scrub what it left dirty.
+        finish(&device);
         while device.scrub_oldest_dirty() {}
         assert_eq!(slab.load(nc(1, NcCounter::InferCompleted)?), Some(0));
         assert_eq!(

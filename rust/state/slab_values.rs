@@ -20,10 +20,7 @@ use crate::{
         Words, //
     },
 };
-use kernel::{
-    pr_warn_once,
-    prelude::*, //
-};
+use kernel::prelude::*;
 
 /// The counters of one slab.
 pub(crate) trait SlabValues {
@@ -55,16 +52,14 @@ impl<'a> LiveSlab<'a> {
 }
 
 impl SlabValues for LiveSlab<'_> {
-    /// An invalid (core, index) pair reads as 0, so it adds nothing to any total, and is
-    /// reported once: it can only come from the module's own tables, never from userspace.
+    /// An invalid (core, index) pair reads as 0, so it adds nothing to any total. Pairs come
+    /// only from the module's own tables and its core count, never from userspace, so there is
+    /// nothing to report (the module logs at warning level only on failures).
     fn nc(&self, core: usize, index: usize) -> u64 {
-        match nc_counter_offset(core, index) {
-            Ok(offset) => self.0.load(offset).unwrap_or(0),
-            Err(err) => {
-                pr_warn_once!("invalid NeuronCore counter ({core}, {index}): {err:?}\n");
-                0
-            }
-        }
+        nc_counter_offset(core, index)
+            .ok()
+            .and_then(|offset| self.0.load(offset))
+            .unwrap_or(0)
     }
 
     fn nd(&self, counter: NdCounter) -> u64 {
