@@ -105,15 +105,14 @@ fn a_readers_writable_request_is_mapped_read_only_by_default_and_refused_when_st
     producer.exit();
 }
 
-/// The largest utilization posted on `device` within three metrics periods after `since`.
-fn peak_utilization(stream: &mut fs::File, period: Duration) -> Option<u64> {
-    thread::sleep(period * 3);
+/// The utilization posts (cw 90) of `stream`'s device made so far, oldest first.
+fn utilization_posts(stream: &mut fs::File) -> Vec<u64> {
     let mut buf = vec![0u8; 256 * METRIC_POST_SIZE];
-    let mut peak = None;
+    let mut posts = Vec::new();
     loop {
         let n = stream.read(&mut buf).unwrap();
         if n == 0 {
-            return peak;
+            return posts;
         }
         for chunk in buf[..n].chunks_exact(METRIC_POST_SIZE) {
             let post = MetricPost::read_from_bytes(chunk).unwrap();
@@ -122,10 +121,16 @@ fn peak_utilization(stream: &mut fs::File, period: Duration) -> Option<u64> {
                     .unwrap()
                     .parse()
                     .unwrap();
-                peak = peak.max(Some(value));
+                posts.push(value);
             }
         }
     }
+}
+
+/// The largest utilization posted on `stream`'s device within three metrics periods.
+fn peak_utilization(stream: &mut fs::File, period: Duration) -> Option<u64> {
+    thread::sleep(period * 3);
+    utilization_posts(stream).into_iter().max()
 }
 
 /// Drains the posts made so far.
@@ -134,15 +139,20 @@ fn drain(stream: &mut fs::File) {
     while stream.read(&mut buf).unwrap() > 0 {}
 }
 
-#[test]
-fn time_in_use_is_read_in_the_unit_the_parameter_names() {
+/// The harness's metrics period.
+fn metrics_period() -> Duration {
     let period_ms: u64 = harness_params()
         .iter()
         .find_map(|p| p.strip_prefix("metrics_period_ms="))
         .expect("the harness loads the module with a short metrics period")
         .parse()
         .unwrap();
-    let period = Duration::from_millis(period_ms);
+    Duration::from_millis(period_ms)
+}
+
+#[test]
+fn time_in_use_is_read_in_the_unit_the_parameter_names() {
+    let period = metrics_period();
     // One second of busy time, in microseconds, as the sysfs guide describes the counter.
     let busy = [(0, 0, 1_000_000)];
     assert_eq!(parameter("time_in_use_unit_ps"), "1");
@@ -165,6 +175,99 @@ fn time_in_use_is_read_in_the_unit_the_parameter_names() {
     // One second busy on one of two cores within a short period: well over 25 %.
     let value = as_microseconds.expect("utilization was posted");
     assert!(value >= 25, "utilization {value} %");
+}
+
+/// Device 0's utilization under a steady load from the load generator, in the module's
+/// current unit: as the monitor reports it over two seconds (its cores' utilization summed
+/// over the processes, over the device's cores), and the module's cw 90 posts meanwhile.
+fn monitor_and_module_utilization(tag_prefix: &str) -> (f64, Vec<u64>) {
+    let mut stream = fs::File::open(DEVICE).unwrap();
+    let report_dir = format!("/tmp/{tag_prefix}-reports");
+    // Two producers at 200 executions/s of about 1 ms of device time on two cores: 20 %.
+    let mut load = Command::new(helper_path("nds-loadgen"))
+        .args([
+            "run",
+            "--devices",
+            "0",
+            "--procs-per-device",
+            "2",
+            "--cores",
+            "2",
+        ])
+        .args([
+            "--duration",
+            "5s",
+            "--rate",
+            "200",
+            "--tag-prefix",
+            tag_prefix,
+        ])
+        .args(["--report-dir", &report_dir, "--summary", "/dev/null"])
+        .spawn()
+        .unwrap();
+    thread::sleep(Duration::from_secs(1));
+    drain(&mut stream);
+    let output = Command::new(helper_path("nds-monitor"))
+        .args([
+            "--period",
+            "2s",
+            "--count",
+            "1",
+            "--instance-metadata",
+            "off",
+        ])
+        .output()
+        .unwrap();
+    let posts = utilization_posts(&mut stream);
+    assert!(load.wait().unwrap().success(), "the load generator failed");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut busy = 0.0;
+    let mut processes = 0;
+    for entry in document["neuron_runtime_data"].as_array().unwrap() {
+        let tag = entry["neuron_runtime_tag"].as_str().unwrap();
+        if entry["neuron_device_index"] != 0 || !tag.starts_with(tag_prefix) {
+            continue;
+        }
+        processes += 1;
+        let counters = &entry["report"]["neuroncore_counters"];
+        assert_eq!(counters["error"], "", "{entry}");
+        for usage in counters["neuroncores_in_use"].as_object().unwrap().values() {
+            busy += usage["neuroncore_utilization"].as_f64().unwrap();
+        }
+    }
+    assert_eq!(processes, 2, "{document}");
+    (busy / sysfs_core_count(0) as f64, posts)
+}
+
+#[test]
+fn the_monitor_and_the_modules_utilization_agree_in_either_unit() {
+    // The metrics periods that fit whole in the monitor's two seconds, less one for the edges.
+    let whole_periods = (2000 / metrics_period().as_millis())
+        .saturating_sub(1)
+        .max(1) as usize;
+    let check = |unit: &str| {
+        let (monitor, posts) = monitor_and_module_utilization(&format!("unit-{unit}"));
+        assert!(posts.len() >= whole_periods, "{unit}: posts {posts:?}");
+        // The posts are whole percentages, truncated.
+        let module = posts.iter().sum::<u64>() as f64 / posts.len() as f64 + 0.5;
+        println!("{unit}: monitor {monitor:.2} %, module {module:.2} % (posts {posts:?})");
+        assert!(monitor > 5.0, "{unit}: the monitor saw {monitor} %");
+        assert!(
+            (monitor - module).abs() <= 3.0 + 0.15 * monitor,
+            "{unit}: monitor {monitor} %, module {module} % (posts {posts:?})"
+        );
+    };
+    // The tools read the module's parameter: no option here.
+    assert_eq!(parameter("time_in_use_unit_ps"), "1");
+    check("ps");
+    let _restore = Restore;
+    reload_with(&["time_in_use_unit_ps=1000000"]);
+    check("us");
 }
 
 #[test]

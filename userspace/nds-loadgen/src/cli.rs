@@ -2,11 +2,12 @@
 //! dependency). `nds-dist` compiles this same file by path to generate the manual page and
 //! shell completions from these definitions.
 
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use nds_sysfs::DEFAULT_SYSFS_ROOT;
+use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
 
 use nds_loadgen::mix::DEFAULT_MIX;
 
@@ -75,6 +76,13 @@ pub struct RunArgs {
     /// Status mix as `STATUS=WEIGHT,…` (names with or without NRT_, or numbers).
     #[arg(long, default_value = DEFAULT_MIX)]
     pub mix: String,
+    /// Picoseconds per unit of the NDS_NC_COUNTER_TIME_IN_USE written (1: picoseconds,
+    /// 1000000: microseconds); default: the loaded module's time_in_use_unit_ps, else 1.
+    #[arg(long, value_name = "PS")]
+    pub time_in_use_unit_ps: Option<NonZeroU64>,
+    /// The module's directory (for the default of --time-in-use-unit-ps).
+    #[arg(long, default_value = DEFAULT_MODULE_DIR)]
+    pub module_dir: PathBuf,
     /// Tag prefix; tags are `<prefix>-d<device>-p<index>`.
     #[arg(long, default_value = "loadgen")]
     pub tag_prefix: String,

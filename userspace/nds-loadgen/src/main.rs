@@ -3,7 +3,7 @@
 mod cli;
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -12,7 +12,7 @@ use nds_loadgen::compare::{compare, render, Baseline};
 use nds_loadgen::orchestrator::{self, RunOptions, Slabs};
 use nds_loadgen::spec::StreamLength;
 use nds_loadgen::{producer, Error, ProducerSpec, Result, StatusMix, Summary};
-use nds_sysfs::SysfsRoot;
+use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 
 fn run(args: RunArgs) -> Result<()> {
     args.mix.parse::<StatusMix>()?;
@@ -37,6 +37,10 @@ fn run(args: RunArgs) -> Result<()> {
             .filter(|&count| count > 0)
             .unwrap_or(2),
     };
+    let time_in_use_unit = match args.time_in_use_unit_ps {
+        Some(ps_per_unit) => TimeInUseUnit::new(ps_per_unit),
+        None => TimeInUseUnit::of_module(&args.module_dir)?,
+    };
     let length = match (args.count, args.duration) {
         (_, Some(duration)) => StreamLength::Duration(duration),
         (count, None) => StreamLength::Count(count.unwrap_or(1000)),
@@ -52,6 +56,7 @@ fn run(args: RunArgs) -> Result<()> {
         length,
         rate: args.rate,
         mix: args.mix,
+        time_in_use_unit,
         tag_prefix: args.tag_prefix,
         crash: args.crash,
         hold: args.hold,
@@ -113,11 +118,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn compare_command(
-    summary: &std::path::Path,
-    baseline: Option<&std::path::Path>,
-    root: &SysfsRoot,
-) -> Result<()> {
+fn compare_command(summary: &Path, baseline: Option<&Path>, root: &SysfsRoot) -> Result<()> {
     let summary = Summary::read(summary)?;
     let baseline = match baseline {
         Some(path) => {

@@ -6,6 +6,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
+use nds_sysfs::TimeInUseUnit;
+
 use crate::error::{Error, Result};
 use crate::producer::READY_LINE;
 use crate::report::{ProducerReport, Summary};
@@ -38,6 +40,8 @@ pub struct RunOptions {
     pub rate: u64,
     /// Status mix (`StatusMix` syntax).
     pub mix: String,
+    /// The unit producers write `NDS_NC_COUNTER_TIME_IN_USE` in.
+    pub time_in_use_unit: TimeInUseUnit,
     /// Tags are `<prefix>-d<device>-p<index>`.
     pub tag_prefix: String,
     /// How many producers (the last ones started) crash halfway.
@@ -77,6 +81,7 @@ impl RunOptions {
                     length: self.length,
                     rate: self.rate,
                     mix: self.mix.clone(),
+                    time_in_use_unit_ps: self.time_in_use_unit.ps_per_unit(),
                     seed: self.seed.wrapping_add(number as u64),
                     crash: number + self.crash >= total,
                     hold: self.hold,

@@ -1,5 +1,6 @@
 //! What one producer process is asked to do; the orchestrator passes it as JSON.
 
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,6 +43,9 @@ pub struct ProducerSpec {
     pub rate: u64,
     /// The status mix, in `StatusMix` syntax.
     pub mix: String,
+    /// Picoseconds per unit of the `NDS_NC_COUNTER_TIME_IN_USE` it writes (the module's
+    /// `time_in_use_unit_ps`).
+    pub time_in_use_unit_ps: NonZeroU64,
     /// Seed of the producer's random stream.
     pub seed: u64,
     /// Crash (report, then SIGKILL itself) at this point of the stream instead of finishing.

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use nds::ModelSlot;
 use nds_abi::counters::{NcCounter, NdCounter};
 use nds_abi::records::{ProcessInfo, ProcessInfoExt, VersionInfo};
+use nds_sysfs::TimeInUseUnit;
 use nrt_status::decode::{InferErrorFlags, InferErrorSubtype};
 use nrt_status::{
     report_error_flags, report_execution, report_generic, report_latencies, Counter, CounterSink,
@@ -79,6 +80,11 @@ pub struct Workload<'a> {
     rng: Rng,
     models: Vec<LoadedModel>,
     next_model_id: u32,
+    /// The unit `NDS_NC_COUNTER_TIME_IN_USE` is written in.
+    time_unit: TimeInUseUnit,
+    /// Device time so far per core; the counter follows it converted, so rounding never
+    /// accumulates.
+    busy: Vec<Duration>,
     report: ProducerReport,
 }
 
@@ -155,6 +161,8 @@ impl<'a> Workload<'a> {
             rng: Rng::new(spec.seed),
             models: Vec::new(),
             next_model_id: 1,
+            time_unit: TimeInUseUnit::new(spec.time_in_use_unit_ps),
+            busy: vec![Duration::ZERO; spec.cores.max(1)],
             report: ProducerReport {
                 tag: spec.tag.clone(),
                 pid,
@@ -229,6 +237,7 @@ impl<'a> Workload<'a> {
         if status.is_retry() {
             return Ok(());
         }
+        // Latencies in microseconds, as the monitor reads them.
         let device = self.rng.between(600, 1400);
         let latencies = Latencies {
             device,
@@ -237,8 +246,7 @@ impl<'a> Workload<'a> {
             cc_time: self.rng.below(40),
         };
         report_latencies(&self.recorder, core, &latencies)?;
-        self.recorder
-            .add_nc(core, Counter::Nc(NcCounter::TimeInUse), device)?;
+        self.add_busy(core, Duration::from_micros(device))?;
         let macs = self
             .models
             .iter()
@@ -252,6 +260,20 @@ impl<'a> Workload<'a> {
             flags.set(FLAGGED_SUBTYPES[usize::try_from(pick).unwrap_or(0)]);
             report_error_flags(&self.recorder, core, &flags)?;
         }
+        Ok(())
+    }
+
+    /// Adds `time` of device time to `core`'s `NDS_NC_COUNTER_TIME_IN_USE`, in the unit the
+    /// module reads it in.
+    fn add_busy(&mut self, core: usize, time: Duration) -> Result<()> {
+        let Some(busy) = self.busy.get_mut(core) else {
+            return Ok(());
+        };
+        let before = self.time_unit.count(*busy);
+        *busy = busy.saturating_add(time);
+        let units = self.time_unit.count(*busy).saturating_sub(before);
+        self.recorder
+            .add_nc(core, Counter::Nc(NcCounter::TimeInUse), units)?;
         Ok(())
     }
 

@@ -168,3 +168,88 @@ fn a_bad_mix_is_refused_before_anything_starts() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("NOT_A_STATUS"));
     assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0);
 }
+
+/// TIME_IN_USE per (producer tag, core) of a run writing it in `ps_per_unit` picoseconds.
+fn busy_written(ps_per_unit: &str) -> Vec<(String, usize, u64)> {
+    busy_written_with(ps_per_unit, &["--time-in-use-unit-ps", ps_per_unit])
+}
+
+/// The same for a run with `unit_args`, in a scratch directory named after `name`.
+fn busy_written_with(name: &str, unit_args: &[&str]) -> Vec<(String, usize, u64)> {
+    let dir = Scratch::new(&format!("unit-{name}"));
+    let mut args = vec!["--procs-per-device", "2", "--cores", "2", "--count", "200"];
+    args.extend(unit_args);
+    let output = loadgen(&dir.0, &args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: Summary = serde_json::from_slice(&output.stdout).unwrap();
+    let mut busy = Vec::new();
+    for report in &summary.producers {
+        assert_slab_matches(&dir.0, report, 2);
+        for core in 0..2 {
+            let written = report.nc(core, "NDS_NC_COUNTER_TIME_IN_USE");
+            busy.push((report.tag.clone(), core, written));
+        }
+    }
+    busy
+}
+
+#[test]
+fn busy_time_is_written_in_the_unit_given() {
+    let microseconds = busy_written("1000000");
+    let nanoseconds = busy_written("1000");
+    let picoseconds = busy_written("1");
+    let milliseconds = busy_written("1000000000");
+    assert_eq!(microseconds.len(), 4);
+    // The same streams (same seeds) of whole-microsecond device times, in four units.
+    for (((us, ns), ps), ms) in microseconds
+        .iter()
+        .zip(&nanoseconds)
+        .zip(&picoseconds)
+        .zip(&milliseconds)
+    {
+        assert_eq!((&us.0, us.1), (&ps.0, ps.1));
+        assert!(us.2 > 0, "{us:?}");
+        assert_eq!(ns.2, us.2 * 1_000, "{ns:?} vs {us:?}");
+        assert_eq!(ps.2, us.2 * 1_000_000, "{ps:?} vs {us:?}");
+        // A coarser unit than the device times: the total is rounded once, not per execution.
+        assert_eq!(ms.2, (us.2 + 500) / 1_000, "{ms:?} vs {us:?}");
+    }
+    // Without the option, the module's parameter, else picoseconds.
+    let module = Scratch::new("unit-module");
+    let parameter = module.0.join("parameters/time_in_use_unit_ps");
+    std::fs::create_dir_all(parameter.parent().unwrap()).unwrap();
+    std::fs::write(&parameter, "1000000\n").unwrap();
+    let module_dir = module.0.to_str().unwrap();
+    let from_module = busy_written_with("from-module", &["--module-dir", module_dir]);
+    assert_eq!(from_module, microseconds);
+    let absent = module.0.join("absent");
+    let absent = absent.to_str().unwrap();
+    let no_module = busy_written_with("no-module", &["--module-dir", absent]);
+    assert_eq!(no_module, picoseconds);
+    std::fs::write(&parameter, "0\n").unwrap();
+    let output = loadgen(&module.0.join("run"), &["--module-dir", module_dir])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("time_in_use_unit_ps"), "{stderr}");
+}
+
+#[test]
+fn a_zero_time_unit_is_refused() {
+    let dir = Scratch::new("unit-zero");
+    let output = loadgen(&dir.0, &["--time-in-use-unit-ps", "0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--time-in-use-unit-ps"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0);
+}

@@ -2,10 +2,11 @@
 //! dependency). `nds-dist` compiles this same file by path to generate the manual page and
 //! shell completions from these definitions.
 
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use nds_sysfs::DEFAULT_SYSFS_ROOT;
+use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
 
 use nds_monitor::hardware::DEFAULT_HARDWARE_ROOT;
 use nds_monitor::imds::MetadataSetting;
@@ -41,6 +42,13 @@ pub struct Cli {
     /// Read slab files `neuron<device>-<pid>.slab` from this directory instead of the devices.
     #[arg(long)]
     pub slab_dir: Option<PathBuf>,
+    /// Picoseconds per unit of NDS_NC_COUNTER_TIME_IN_USE (1: picoseconds, 1000000:
+    /// microseconds); default: the loaded module's time_in_use_unit_ps, else 1.
+    #[arg(long, value_name = "PS")]
+    pub time_in_use_unit_ps: Option<NonZeroU64>,
+    /// The module's directory (its parameters, and whether it is loaded).
+    #[arg(long, default_value = DEFAULT_MODULE_DIR)]
+    pub module_dir: PathBuf,
     /// EC2 instance metadata for `instance_info`: `auto` (queried only if DMI says this is an
     /// EC2 instance), `off`, or an `http://HOST[:PORT]` endpoint to query.
     #[arg(

@@ -90,7 +90,9 @@ pub struct NeuroncoreCounters {
 /// One core's activity.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CoreUsage {
-    /// Busy time over the period, percent (`NDS_NC_COUNTER_TIME_IN_USE`, microseconds).
+    /// Busy time over the period, percent: the period's `NDS_NC_COUNTER_TIME_IN_USE`, read in
+    /// the module's unit (its `time_in_use_unit_ps` parameter: picoseconds by default, as the
+    /// original driver reads the counter) or the one the monitor was given.
     pub neuroncore_utilization: f64,
     /// Floating-point operations per second (two per MAC).
     pub flops: f64,

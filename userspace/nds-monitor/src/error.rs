@@ -21,6 +21,9 @@ pub enum Error {
     /// A value in the configuration or on the command line is invalid.
     #[error("configuration: {0}")]
     Config(String),
+    /// A file of the module's sysfs tree or parameters could not be read or parsed.
+    #[error("{0}")]
+    Sysfs(#[from] nds_sysfs::Error),
     /// Writing the output failed (e.g. the reader of a pipe went away).
     #[error("output: {0}")]
     Output(#[source] io::Error),

@@ -9,6 +9,7 @@ use nds::{text_lossy, ModelEntry, Snapshot};
 use nds_abi::counters::{ExtNcCounter, NcCounter, NdCounter};
 use nds_abi::layout::NDS_TOTAL_NEURONCORE_COUNT;
 use nds_abi::records::{MemUsageSlot, VersionInfo};
+use nds_sysfs::TimeInUseUnit;
 
 use crate::document::{
     CoreMemory, CoreUsage, CounterValue, ErrorSummary, ExecutionStats, ExecutionSummary,
@@ -127,31 +128,46 @@ pub fn tag_of(reading: &SlabReading, pid: i32) -> String {
     }
 }
 
-/// `neuroncore_counters`.
+/// `neuroncore_counters`, with `NDS_NC_COUNTER_TIME_IN_USE` counted in `time_unit`; when the
+/// unit is unknown (`Err` says why), utilization is withheld (0) and the group's error says so.
 #[must_use]
-pub fn neuroncore_counters(interval: &Interval<'_>, indexing: CoreIndexing) -> NeuroncoreCounters {
-    let per_second = |value: u64| {
+pub fn neuroncore_counters(
+    interval: &Interval<'_>,
+    indexing: CoreIndexing,
+    time_unit: Result<TimeInUseUnit, &str>,
+) -> NeuroncoreCounters {
+    let per_second = |value: f64| {
         if interval.seconds > 0.0 {
-            value as f64 / interval.seconds
+            value / interval.seconds
         } else {
             0.0
         }
     };
-    let (cores, error) = indexing.keys(interval.cores());
+    let (cores, mut error) = indexing.keys(interval.cores());
     let neuroncores_in_use = cores
         .into_iter()
         .map(|(core, key)| {
-            let busy_us = interval.delta(core, NcCounter::TimeInUse);
+            let busy = interval.delta(core, NcCounter::TimeInUse);
+            let busy_seconds = time_unit.map_or(0.0, |unit| unit.seconds(busy));
             let usage = CoreUsage {
-                // Microseconds busy per second of period, as a percentage.
-                neuroncore_utilization: (per_second(busy_us) / 1e4).min(100.0),
-                flops: per_second(interval.delta(core, NcCounter::MacCount)) * 2.0,
+                // Seconds busy per second of period, as a percentage.
+                neuroncore_utilization: (per_second(busy_seconds) * 100.0).min(100.0),
+                flops: per_second(interval.delta(core, NcCounter::MacCount) as f64) * 2.0,
                 inferences: interval.delta(core, NcCounter::InferenceCount),
                 inferences_total: interval.now.nc(core, NcCounter::InferenceCount),
             };
             (key, usage)
         })
         .collect();
+    if let Err(reason) = time_unit {
+        let withheld =
+            format!("utilization withheld, the unit of TIME_IN_USE is unknown: {reason}");
+        error = if error.is_empty() {
+            withheld
+        } else {
+            format!("{error}; {withheld}")
+        };
+    }
     NeuroncoreCounters {
         period: interval.seconds,
         error,
@@ -474,7 +490,7 @@ mod tests {
             before: &SlabReading::zeroed(),
             seconds: 1.0,
         };
-        let cores = neuroncore_counters(&interval, indexing);
+        let cores = neuroncore_counters(&interval, indexing, Ok(TimeInUseUnit::PICOSECOND));
         assert_eq!(cores.neuroncores_in_use.keys().collect::<Vec<_>>(), ["3"]);
         assert!(
             cores.error.contains("core slot(s) 5 ignored"),
@@ -503,11 +519,13 @@ mod tests {
             device: 0,
             per_device: 2,
         };
-        let cores = neuroncore_counters(&interval, indexing);
+        // 500 000 µs busy in 2 s.
+        let cores = neuroncore_counters(&interval, indexing, Ok(TimeInUseUnit::MICROSECOND));
         let core = &cores.neuroncores_in_use["1"];
         assert_eq!(core.neuroncore_utilization, 25.0);
         assert_eq!(core.flops, 1_000.0);
         assert_eq!(core.inferences, 4);
+        assert_eq!(cores.error, "");
         let stats = execution_stats(&interval, &LatencySamples::default());
         assert_eq!(stats.execution_summary.completed, 15);
         assert_eq!(stats.lifetime.execution_summary.completed, 25);
@@ -516,5 +534,72 @@ mod tests {
         let completed = counters.neuroncores["1"]["NDS_NC_COUNTER_INFER_COMPLETED"];
         assert_eq!((completed.total, completed.delta), (25, 15));
         assert!(!counters.neuroncores.contains_key("0"));
+    }
+
+    /// Utilization of `busy` units of TIME_IN_USE on core 0 over `seconds`.
+    fn utilization(busy: u64, seconds: f64, unit: TimeInUseUnit) -> f64 {
+        let mut now = SlabReading::zeroed();
+        now.nc[0][NcCounter::TimeInUse.index()] = busy;
+        now.nc[0][NcCounter::InferenceCount.index()] = 1;
+        let interval = Interval {
+            now: &now,
+            before: &SlabReading::zeroed(),
+            seconds,
+        };
+        let indexing = CoreIndexing {
+            device: 0,
+            per_device: 1,
+        };
+        neuroncore_counters(&interval, indexing, Ok(unit)).neuroncores_in_use["0"]
+            .neuroncore_utilization
+    }
+
+    #[test]
+    fn utilization_reads_time_in_use_in_the_unit_given() {
+        // 0.3 s busy in 1 s, in each unit.
+        assert_eq!(
+            utilization(300_000_000_000, 1.0, TimeInUseUnit::PICOSECOND),
+            30.0
+        );
+        assert_eq!(utilization(300_000, 1.0, TimeInUseUnit::MICROSECOND), 30.0);
+        // The same count read in the other unit is 10⁶ times off: capped, or next to nothing.
+        assert_eq!(
+            utilization(300_000_000_000, 1.0, TimeInUseUnit::MICROSECOND),
+            100.0
+        );
+        assert!(utilization(300_000, 1.0, TimeInUseUnit::PICOSECOND) < 1e-4);
+        // Nanoseconds, say: 0.5 s busy in 2 s.
+        let nanoseconds = TimeInUseUnit::new(std::num::NonZeroU64::new(1000).unwrap());
+        assert_eq!(utilization(500_000_000, 2.0, nanoseconds), 25.0);
+    }
+
+    #[test]
+    fn an_unknown_unit_withholds_utilization_and_says_why() {
+        let mut now = SlabReading::zeroed();
+        now.nc[0][NcCounter::TimeInUse.index()] = 300_000;
+        now.nc[0][NcCounter::MacCount.index()] = 10;
+        let interval = Interval {
+            now: &now,
+            before: &SlabReading::zeroed(),
+            seconds: 1.0,
+        };
+        let indexing = CoreIndexing {
+            device: 0,
+            per_device: 1,
+        };
+        let cores = neuroncore_counters(&interval, indexing, Err("bad parameter file"));
+        let core = &cores.neuroncores_in_use["0"];
+        assert_eq!(core.neuroncore_utilization, 0.0);
+        assert_eq!(core.flops, 20.0, "the rest of the group is still reported");
+        assert!(
+            cores.error.contains("utilization withheld"),
+            "{}",
+            cores.error
+        );
+        assert!(
+            cores.error.contains("bad parameter file"),
+            "{}",
+            cores.error
+        );
     }
 }

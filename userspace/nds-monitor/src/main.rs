@@ -13,7 +13,7 @@ use nds_monitor::config::parse_period;
 use nds_monitor::hardware::HardwareTree;
 use nds_monitor::serve::serve;
 use nds_monitor::{prometheus, Error, HostSource, Monitor, Plan, Result, SlabSource, Source};
-use nds_sysfs::SysfsRoot;
+use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use regex::Regex;
 
 fn plan(cli: &Cli) -> Result<Plan> {
@@ -42,11 +42,15 @@ fn run(cli: Cli) -> Result<()> {
         },
         sysfs: SysfsRoot::new(&cli.sysfs_root),
         host: HostSource {
+            module_dir: cli.module_dir.clone(),
             hardware: HardwareTree::new(&cli.hardware_sysfs_root),
             instance_metadata: cli.instance_metadata.clone(),
             ..HostSource::default()
         },
+        time_in_use_unit: cli.time_in_use_unit_ps.map(TimeInUseUnit::new),
     };
+    // A malformed parameter stops the monitor here; later, a report says so in its group.
+    source.time_in_use_unit()?;
     let mut monitor = Monitor::new(source, plan, Instant::now());
     // Said once at start and again whenever it changes; the documents carry it too.
     let mut no_device = monitor.source().no_device_reason();

@@ -353,6 +353,7 @@ impl Monitor {
             &self.no_device(),
         );
         let per_device = groups::cores_per_device(&hardware);
+        let time_unit = self.source.time_in_use_unit().map_err(|e| e.to_string());
         let mut document = MonitorDocument {
             timestamp: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -392,8 +393,11 @@ impl Monitor {
                 let report = &mut entry.report;
                 match group {
                     RuntimeGroup::NeuroncoreCounters => {
-                        report.neuroncore_counters =
-                            Some(groups::neuroncore_counters(&interval, indexing));
+                        report.neuroncore_counters = Some(groups::neuroncore_counters(
+                            &interval,
+                            indexing,
+                            time_unit.as_ref().copied().map_err(String::as_str),
+                        ));
                     }
                     RuntimeGroup::ExecutionStats => {
                         let samples = attachment.latency.take();

@@ -1,18 +1,15 @@
 //! Where the monitor reads: slabs (the kernel's slot tables, or a directory of slab files),
-//! the module's sysfs tree, and the host (`/proc`, DMI, the Neuron driver's sysfs, instance
-//! metadata).
+//! the module's sysfs tree and parameters, and the host (`/proc`, DMI, the Neuron driver's
+//! sysfs, instance metadata).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use nds::Backend;
-use nds_sysfs::SysfsRoot;
+use nds_sysfs::{SysfsRoot, TimeInUseUnit, DEFAULT_MODULE_DIR};
 
 use crate::hardware::HardwareTree;
 use crate::imds::{MetadataSetting, DEFAULT_DMI_DIR};
-
-/// Where the loaded module appears.
-pub const MODULE_SYSFS_DIR: &str = "/sys/module/neuron_ds";
 
 /// Identifies one slab across polls.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -70,7 +67,8 @@ pub enum SlabSource {
 pub struct HostSource {
     /// `/proc` (CPU, memory, process CPU times).
     pub proc_root: PathBuf,
-    /// The module's directory under `/sys/module` (present while it is loaded).
+    /// The module's directory under `/sys/module` (present while it is loaded; its
+    /// parameters name the unit of `NDS_NC_COUNTER_TIME_IN_USE`).
     pub module_dir: PathBuf,
     /// The Neuron driver's sysfs tree (device type, versions, ECC counters).
     pub hardware: HardwareTree,
@@ -87,7 +85,7 @@ impl Default for HostSource {
     fn default() -> Self {
         Self {
             proc_root: PathBuf::from("/proc"),
-            module_dir: PathBuf::from(MODULE_SYSFS_DIR),
+            module_dir: PathBuf::from(DEFAULT_MODULE_DIR),
             hardware: HardwareTree::default(),
             dmi_dir: PathBuf::from(DEFAULT_DMI_DIR),
             instance_metadata: MetadataSetting::Off,
@@ -104,6 +102,9 @@ pub struct Source {
     pub sysfs: SysfsRoot,
     /// The host.
     pub host: HostSource,
+    /// The unit of `NDS_NC_COUNTER_TIME_IN_USE` the producers write; `None` follows the
+    /// module's `time_in_use_unit_ps` (see [`Source::time_in_use_unit`]).
+    pub time_in_use_unit: Option<TimeInUseUnit>,
 }
 
 /// The `(device, pid)` of a slab file name, `neuron<device>-<pid>.slab`.
@@ -133,6 +134,20 @@ fn device_nodes(dir: &Path) -> Vec<String> {
 }
 
 impl Source {
+    /// The unit of `NDS_NC_COUNTER_TIME_IN_USE`: the one set, else the parameter of the module
+    /// in [`HostSource::module_dir`], read now (a reload may change it), else the module's
+    /// default, picoseconds, when no module is loaded.
+    ///
+    /// # Errors
+    ///
+    /// The module's parameter file exists but cannot be read or parsed.
+    pub fn time_in_use_unit(&self) -> nds_sysfs::Result<TimeInUseUnit> {
+        match self.time_in_use_unit {
+            Some(unit) => Ok(unit),
+            None => TimeInUseUnit::of_module(&self.host.module_dir),
+        }
+    }
+
     /// Why no device was found, naming what was looked for and whether the module is loaded;
     /// `None` when there are devices, or when slabs come from files.
     #[must_use]
@@ -261,6 +276,7 @@ mod tests {
                 module_dir: dir.join("module/neuron_ds"),
                 ..HostSource::default()
             },
+            time_in_use_unit: None,
         };
         let reason = source.no_device_reason().unwrap();
         assert!(reason.contains("is not loaded"), "{reason}");
@@ -279,6 +295,41 @@ mod tests {
         source.slabs = SlabSource::Files { dir: dir.clone() };
         std::fs::remove_dir_all(dir.join("sys")).unwrap();
         assert_eq!(source.no_device_reason(), None, "slab files need no device");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_time_unit_is_the_one_set_else_the_modules_read_at_each_call() {
+        let dir = std::env::temp_dir().join(format!("nds-source-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut source = Source {
+            slabs: SlabSource::Files { dir: dir.clone() },
+            sysfs: SysfsRoot::new(dir.join("sys")),
+            host: HostSource {
+                module_dir: dir.join("module"),
+                ..HostSource::default()
+            },
+            time_in_use_unit: None,
+        };
+        assert_eq!(
+            source.time_in_use_unit().unwrap(),
+            TimeInUseUnit::PICOSECOND
+        );
+        let parameter = dir.join("module/parameters/time_in_use_unit_ps");
+        std::fs::create_dir_all(parameter.parent().unwrap()).unwrap();
+        std::fs::write(&parameter, "1000000\n").unwrap();
+        assert_eq!(
+            source.time_in_use_unit().unwrap(),
+            TimeInUseUnit::MICROSECOND
+        );
+        std::fs::write(&parameter, "micro\n").unwrap();
+        assert!(source.time_in_use_unit().is_err());
+        source.time_in_use_unit = Some(TimeInUseUnit::PICOSECOND);
+        assert_eq!(
+            source.time_in_use_unit().unwrap(),
+            TimeInUseUnit::PICOSECOND,
+            "the setting wins over the module"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

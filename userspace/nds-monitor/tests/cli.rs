@@ -8,6 +8,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
 use common::*;
+use nds_sysfs::TimeInUseUnit;
 use prometheus_parse::{Scrape, Value};
 
 /// The monitor over the scratch directory; instance metadata off, so that no test ever sends
@@ -26,6 +27,8 @@ fn monitor_every(scratch: &Scratch, period: &str) -> Command {
         .arg(scratch.sys())
         .arg("--hardware-sysfs-root")
         .arg(scratch.hardware_root())
+        .arg("--module-dir")
+        .arg(scratch.0.join("module"))
         .args(["--period", period, "--instance-metadata", "off"]);
     command
 }
@@ -388,14 +391,17 @@ fn promtool_checks_the_served_exposition() {
     }
 }
 
-/// Counts executions on core 0 of `pid`'s slab file (busy time and latencies with them),
-/// every few milliseconds, until `done` is set: a process running while the monitor watches.
+/// Counts executions on core 0 of `pid`'s slab file (latencies with them, and 2 ms of busy
+/// time in `unit`), every 5 ms, until `done` is set: a process running while the monitor
+/// watches.
 fn keep_producing(
     dir: std::path::PathBuf,
     pid: i32,
+    unit: TimeInUseUnit,
     done: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     use nds_abi::counters::NcCounter;
+    let busy = unit.count(std::time::Duration::from_millis(2));
     std::thread::spawn(move || {
         let store = nds::Datastore::open(&nds::Backend::file(slab_path(&dir, 0, pid)), 0).unwrap();
         let mut latency = 1_000;
@@ -408,7 +414,7 @@ fn keep_producing(
                 .set_nc_counter(0, NcCounter::LatencyDevice.index(), latency / 2)
                 .unwrap();
             store
-                .increment_nc_counter(0, NcCounter::TimeInUse.index(), 2_000)
+                .increment_nc_counter(0, NcCounter::TimeInUse.index(), busy)
                 .unwrap();
             store
                 .increment_nc_counter(0, NcCounter::InferenceCount.index(), 1)
@@ -439,7 +445,12 @@ fn prometheus_reports_measure_the_period_from_the_attach_not_from_the_report() {
     let scratch = Scratch::new("cli-live");
     produce(&scratch.slabs(), 0, 5501, "live", 10);
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = keep_producing(scratch.slabs(), 5501, done.clone());
+    let writer = keep_producing(
+        scratch.slabs(),
+        5501,
+        TimeInUseUnit::default(),
+        done.clone(),
+    );
     // The format's one report is due after a period: the monitor attached long before.
     let output = monitor_every(&scratch, "2s")
         .args(["--format", "prometheus", "--count", "1"])
@@ -484,4 +495,78 @@ fn prometheus_reports_measure_the_period_from_the_attach_not_from_the_report() {
         "utilization {utilization} at the first scrape"
     );
     assert_eq!(latencies, 7);
+}
+
+/// The utilization ratio of core 0 of the `live` process, with a producer writing 2 ms busy
+/// every 5 ms in `written`, seen by the monitor run with `args`.
+fn live_utilization(scratch: &Scratch, written: TimeInUseUnit, args: &[&str]) -> f64 {
+    produce(&scratch.slabs(), 0, 5502, "live", 10);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = keep_producing(scratch.slabs(), 5502, written, done.clone());
+    let output = monitor_every(scratch, "1s")
+        .args(["--format", "prometheus", "--count", "1"])
+        .args(args)
+        .output()
+        .unwrap();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    writer.join().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    live_measures(&String::from_utf8(output.stdout).unwrap()).0
+}
+
+#[test]
+fn utilization_follows_the_modules_unit_or_the_option() {
+    // At most 2 ms busy per 5 ms: 40 %, less when the writer falls behind.
+    let plausible = |ratio: f64| ratio > 0.05 && ratio <= 0.4 + 1e-9;
+    let scratch = Scratch::new("cli-unit");
+    let microseconds = TimeInUseUnit::MICROSECOND;
+    scratch.module_time_unit(microseconds);
+    let ratio = live_utilization(&scratch, microseconds, &[]);
+    assert!(plausible(ratio), "module in µs: {ratio}");
+    // Without the module, the module's default: picoseconds.
+    let scratch = Scratch::new("cli-unit-default");
+    let ratio = live_utilization(&scratch, TimeInUseUnit::PICOSECOND, &[]);
+    assert!(plausible(ratio), "no module, ps: {ratio}");
+    // The option wins over the module.
+    scratch.module_time_unit(TimeInUseUnit::PICOSECOND);
+    let ratio = live_utilization(
+        &scratch,
+        microseconds,
+        &["--time-in-use-unit-ps", "1000000"],
+    );
+    assert!(plausible(ratio), "option µs over a module in ps: {ratio}");
+    // Disagreeing is 10⁶ off: microseconds read as picoseconds are next to nothing.
+    let ratio = live_utilization(&scratch, microseconds, &[]);
+    assert!(ratio > 0.0 && ratio < 1e-6, "µs read as ps: {ratio}");
+}
+
+#[test]
+fn a_malformed_module_parameter_stops_the_monitor_with_its_path() {
+    let scratch = Scratch::new("cli-unit-bad");
+    write(
+        &scratch.0.join("module/parameters/time_in_use_unit_ps"),
+        "one\n",
+    );
+    let output = monitor(&scratch).args(["--count", "1"]).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("module/parameters/time_in_use_unit_ps") && stderr.contains("\"one\""),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "no report");
+    // The option does not need the parameter.
+    let output = monitor(&scratch)
+        .args(["--count", "1", "--time-in-use-unit-ps", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

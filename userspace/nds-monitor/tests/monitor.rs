@@ -14,6 +14,7 @@ use nds_abi::layout::SLAB_GENERATION_OFFSET;
 use nds_monitor::config::{ConfigFile, SystemGroup};
 use nds_monitor::document::RuntimeEntry;
 use nds_monitor::{Monitor, MonitorDocument, Plan};
+use nds_sysfs::TimeInUseUnit;
 use regex::Regex;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -401,4 +402,57 @@ fn host_groups_come_from_proc_and_the_driver_tree() {
     let cpu = runtime.report.neuron_runtime_vcpu_usage.as_ref().unwrap();
     assert!(cpu.error.contains("4601/stat"), "{}", cpu.error);
     assert_eq!(cpu.vcpu_usage.user, 0.0);
+}
+
+/// The monitor's utilization of a producer that writes its busy time in `unit`, with the
+/// (scratch) module loaded with that unit: per core, with what the producer wrote in the
+/// measured second.
+fn utilization_in(unit: TimeInUseUnit, name: &str) -> Vec<(f64, u64)> {
+    let scratch = Scratch::new(name);
+    scratch.sysfs(1, 2, 0, 0);
+    scratch.module_time_unit(unit);
+    let t0 = Instant::now();
+    let mut monitor = scratch.monitor(t0);
+    let pid = 4301;
+    produce_in_unit(&scratch.slabs(), 0, pid, "unit", 40, unit);
+    assert!(monitor.poll(t0).is_none(), "attaches, nothing due");
+    let written = produce_in_unit(&scratch.slabs(), 0, pid, "unit", 300, unit);
+    let document = monitor.poll(t0 + SECOND).unwrap();
+    let counters = entry(&document, pid)
+        .report
+        .neuroncore_counters
+        .as_ref()
+        .unwrap();
+    assert_eq!(counters.error, "");
+    (0..2)
+        .map(|core| {
+            let usage = &counters.neuroncores_in_use[&core.to_string()];
+            (
+                usage.neuroncore_utilization,
+                written.nc(core, "NDS_NC_COUNTER_TIME_IN_USE"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn utilization_is_the_same_in_either_unit_when_producer_and_module_agree() {
+    let picoseconds = utilization_in(TimeInUseUnit::PICOSECOND, "unit-ps");
+    let microseconds = utilization_in(TimeInUseUnit::MICROSECOND, "unit-us");
+    for ((ps_utilization, ps_busy), (us_utilization, us_busy)) in
+        picoseconds.into_iter().zip(microseconds)
+    {
+        // The same stream (same seed) of whole-microsecond device times, in each unit.
+        assert!(us_busy > 0);
+        assert_eq!(ps_busy, us_busy * 1_000_000);
+        // Busy microseconds over the one-second period, as a percentage.
+        let expected = us_busy as f64 / 1e4;
+        assert!(expected > 1.0 && expected < 100.0, "{expected} %");
+        for utilization in [ps_utilization, us_utilization] {
+            assert!(
+                (utilization - expected).abs() < 1e-9,
+                "{utilization} % vs {expected} %"
+            );
+        }
+    }
 }

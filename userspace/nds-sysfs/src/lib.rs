@@ -10,6 +10,9 @@
 //!   aggregates, named by [`nds_abi::sysfs::SYSFS_COUNTERS`]; `total` is live (released owners
 //!   plus what current owners have counted so far), `present` is the last release's delta.
 //!
+//! Next to the device tree, the module's own directory `/sys/module/neuron_ds/` holds its
+//! parameters; [`TimeInUseUnit`] reads the unit of `NDS_NC_COUNTER_TIME_IN_USE` there.
+//!
 //! Everything is read through a [`SysfsRoot`], so tests can point it at a directory of their
 //! own. The files are parsed strictly: a malformed line is an error, never a guess.
 
@@ -18,9 +21,11 @@
 mod error;
 mod root;
 mod slots;
+mod time_unit;
 mod totals;
 
 pub use error::{Error, Result};
 pub use root::{SysfsFile, SysfsRoot, DEFAULT_SYSFS_ROOT};
 pub use slots::{parse_slot_table, SlotRow};
+pub use time_unit::{TimeInUseUnit, DEFAULT_MODULE_DIR};
 pub use totals::CoreTotals;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use cli::Cli;
 use nds_monitor::{HostSource, Monitor, Plan, SlabSource, Source};
-use nds_sysfs::SysfsRoot;
+use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
@@ -56,10 +56,17 @@ fn main() -> ExitCode {
         },
         sysfs: SysfsRoot::new(&cli.sysfs_root),
         host: HostSource {
+            module_dir: cli.module_dir.clone(),
             instance_metadata: cli.instance_metadata.clone(),
             ..HostSource::default()
         },
+        time_in_use_unit: cli.time_in_use_unit_ps.map(TimeInUseUnit::new),
     };
+    // A malformed module parameter is said before the screen takes over the terminal.
+    if let Err(error) = source.time_in_use_unit() {
+        eprintln!("nds-top: {error}");
+        return ExitCode::FAILURE;
+    }
     let start = Instant::now();
     let mut monitor = Monitor::new(source, Plan::everything(cli.period), start);
     if cli.once {

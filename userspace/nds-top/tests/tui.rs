@@ -9,7 +9,7 @@ use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength}
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{Recorder, StatusMix, Tally};
 use nds_monitor::{HostSource, Monitor, MonitorDocument, Plan, SlabSource, Source};
-use nds_sysfs::SysfsRoot;
+use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};
 use ratatui::crossterm::event::KeyCode;
 
@@ -33,6 +33,7 @@ fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) {
         length: StreamLength::Count(count),
         rate: 0,
         mix: nds_loadgen::mix::DEFAULT_MIX.to_owned(),
+        time_in_use_unit_ps: TimeInUseUnit::PICOSECOND.ps_per_unit(),
         seed: 3,
         crash: false,
         hold: false,
@@ -80,6 +81,7 @@ fn document_on(device: u32, devices: u32) -> (Scratch, MonitorDocument) {
             hardware: nds_monitor::hardware::HardwareTree::new(scratch.0.join("no-driver")),
             ..HostSource::default()
         },
+        time_in_use_unit: Some(TimeInUseUnit::PICOSECOND),
     };
     let t0 = Instant::now();
     let mut monitor = Monitor::new(source, Plan::everything(Duration::from_secs(1)), t0);

@@ -25,7 +25,7 @@ use nds_loadgen::{ProducerReport, Recorder, StatusMix, Tally};
 use nds_monitor::hardware::HardwareTree;
 use nds_monitor::imds::MetadataSetting;
 use nds_monitor::{HostSource, Monitor, Plan, SlabSource, Source};
-use nds_sysfs::SysfsRoot;
+use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 
 pub struct Scratch(pub PathBuf);
 
@@ -52,7 +52,8 @@ impl Scratch {
     }
 
     /// Slab files and the scratch sysfs tree; the real `/proc`; no driver tree, DMI data,
-    /// module or instance metadata (nothing leaves the machine).
+    /// module (unless [`Scratch::module_time_unit`] writes its parameter) or instance metadata
+    /// (nothing leaves the machine).
     pub fn source(&self) -> Source {
         Source {
             slabs: SlabSource::Files { dir: self.slabs() },
@@ -64,7 +65,16 @@ impl Scratch {
                 dmi_dir: self.0.join("dmi"),
                 instance_metadata: MetadataSetting::Off,
             },
+            time_in_use_unit: None,
         }
+    }
+
+    /// Loads the scratch module with `time_in_use_unit_ps` set to `unit`.
+    pub fn module_time_unit(&self, unit: TimeInUseUnit) {
+        write(
+            &self.0.join("module/parameters/time_in_use_unit_ps"),
+            &format!("{}\n", unit.ps_per_unit()),
+        );
     }
 
     /// A Neuron driver tree for `devices` devices: architecture files, and ECC counters
@@ -141,16 +151,29 @@ pub fn slab_path(dir: &Path, device: u32, pid: i32) -> PathBuf {
 }
 
 /// Runs a load-generator workload of `count` executions into a fresh slab file, in-process,
-/// and returns its report (exactly what it wrote).
+/// and returns its report (exactly what it wrote); busy time in the module's default unit.
 pub fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> ProducerReport {
     let _ = std::fs::remove_file(slab_path(dir, device, pid));
-    run_workload(dir, device, pid, tag, count)
+    run_workload(dir, device, pid, tag, count, TimeInUseUnit::default())
 }
 
 /// Runs `count` more executions into an existing slab file (the monitor, already attached,
 /// sees the counters move: latencies get sampled).
 pub fn produce_more(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) {
-    run_workload(dir, device, pid, tag, count);
+    run_workload(dir, device, pid, tag, count, TimeInUseUnit::default());
+}
+
+/// As [`produce_more`] (or [`produce`] when there is no slab file yet), with busy time
+/// written in `unit`; returns what this run added.
+pub fn produce_in_unit(
+    dir: &Path,
+    device: u32,
+    pid: i32,
+    tag: &str,
+    count: u64,
+    unit: TimeInUseUnit,
+) -> ProducerReport {
+    run_workload(dir, device, pid, tag, count, unit)
 }
 
 /// The pid of this test process: slab files named after it have a real `/proc/<pid>/stat`.
@@ -158,7 +181,14 @@ pub fn own_pid() -> i32 {
     i32::try_from(std::process::id()).unwrap()
 }
 
-fn run_workload(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> ProducerReport {
+fn run_workload(
+    dir: &Path,
+    device: u32,
+    pid: i32,
+    tag: &str,
+    count: u64,
+    unit: TimeInUseUnit,
+) -> ProducerReport {
     let path = slab_path(dir, device, pid);
     let existed = path.exists();
     let store = Producer::open(&Backend::file(&path)).unwrap();
@@ -171,6 +201,7 @@ fn run_workload(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> Pro
         length: StreamLength::Count(count),
         rate: 0,
         mix: nds_loadgen::mix::DEFAULT_MIX.to_owned(),
+        time_in_use_unit_ps: unit.ps_per_unit(),
         seed: u64::try_from(pid).unwrap(),
         crash: false,
         hold: false,
