@@ -129,9 +129,9 @@ int nds_open(ndl_device_t *device, pid_t pid, nds_instance_t **inst);
 int nds_close(nds_instance_t *inst);
 
 /*
- * NeuronCore counters: pnc_index 0-15; counter_index below NDS_NC_COUNTER_COUNT for cores 0-3
- * and below NDS_TOTAL_NC_COUNTER_COUNT for all, plus the extended indices for cores 0-3.
- * Increments and decrements wrap. set takes the value by pointer, as in the SDK.
+ * NeuronCore counters: pnc_index 0-15, counter_index below NDS_TOTAL_NC_COUNTER_COUNT (an
+ * NDS_NC_COUNTER_* or NDS_EXT_NC_COUNTER_* index, or a reserved one). Increments and
+ * decrements wrap. set takes the value by pointer, as in the SDK.
  */
 int nds_increment_nc_counter(nds_instance_t *inst, int pnc_index, uint32_t counter_index, uint64_t increment);
 int nds_decrement_nc_counter(nds_instance_t *inst, int pnc_index, uint32_t counter_index, uint64_t decrement);
