@@ -1,8 +1,9 @@
 //! The C side of the API, built with the system compilers against `include/` and this crate's
 //! cdylib: `tests/c/nds_capi_test.c` runs over a slab file; `tests/c/nds_sdk_program.c`, which
 //! uses only the SDK's declarations, must build as C and as C++ with every warning an error
-//! (it runs in the QEMU guest, against the module); and the header's counter indices and record
-//! sizes must be this crate's. `CC` and `CXX` override the compilers.
+//! (it runs in the QEMU guest, against the module); the header's counter indices and record
+//! sizes must be this crate's, and every function it declares must be exported. `CC` and `CXX`
+//! override the compilers.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -191,4 +192,54 @@ fn header_counters_and_records_match_the_crate() {
     build(Language::Cxx, &source, &program, &[]);
     let _ = std::fs::remove_file(&source);
     let _ = std::fs::remove_file(&program);
+}
+
+/// The functions the headers declare: every top-level line `<type> <name>(...);`.
+fn declared_functions() -> Vec<String> {
+    let mut names = Vec::new();
+    for header in ["nrt/nds/neuron_ds.h", "ndl/ndl.h"] {
+        let path = manifest_dir().join("include").join(header);
+        let text = std::fs::read_to_string(&path).expect("read the header");
+        for line in text.lines() {
+            let top_level = line.starts_with(|c: char| c.is_ascii_alphabetic());
+            if !top_level || line.starts_with("typedef") || !line.ends_with(");") {
+                continue;
+            }
+            let before_paren = &line[..line.find('(').expect("a declaration has a '('")];
+            let name = before_paren
+                .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .next()
+                .expect("a name before '('");
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+#[test]
+fn every_declared_function_is_exported() {
+    let declared = declared_functions();
+    // The SDK's 21 nds_* calls, ndl_open_device/ndl_close_device and the two extensions.
+    assert_eq!(declared.len(), 25, "{declared:?}");
+    let library = library_dir().join("libnds_capi.so");
+    let output = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&library)
+        .output()
+        .expect("run nm");
+    assert!(output.status.success(), "nm {}", library.display());
+    let symbols = String::from_utf8_lossy(&output.stdout);
+    let exported: Vec<&str> = symbols
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (kind, name) = (fields.nth(1)?, fields.next()?);
+            (kind == "T").then_some(name)
+        })
+        .collect();
+    let missing: Vec<&String> = declared
+        .iter()
+        .filter(|name| !exported.contains(&name.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "declared but not exported: {missing:?}");
 }

@@ -177,12 +177,10 @@ nds_obj_handle_t nds_read_process_info_ext(nds_instance_t *inst);
  * node at any path (for a module loaded with another node name) the way ndl_open_device() does;
  * NULL with errno set on failure. nds_device_open_file() names a slab file instead, for hosts
  * without the driver and for tests: a producer creates it, a reader needs it to exist; NULL for
- * a NULL or non-UTF-8 path. Both set device_index to 0. Free either with nds_device_close(),
- * which ignores NULL.
+ * a NULL or non-UTF-8 path. Both set device_index to 0. Free either with ndl_close_device().
  */
 ndl_device_t *nds_device_open(const char *path);
 ndl_device_t *nds_device_open_file(const char *path);
-void nds_device_close(ndl_device_t *device);
 
 #ifdef __cplusplus
 }
