@@ -517,11 +517,11 @@ impl DeviceState {
 
     /// Ends a metrics period of `elapsed_us` microseconds: reaps dead owners and posts every
     /// metric.
-    pub(crate) fn post_metrics(self: &Arc<Self>, elapsed_us: u64) -> Result {
+    pub(crate) fn post_metrics(self: &Arc<Self>, elapsed_us: u64) {
         self.reap_exited_owners();
         let mut guard = self.inner.lock();
         let Inner { pool, metrics, .. } = &mut *guard;
-        metrics.post(self.live_slabs(pool).map(|(_, slab)| slab), elapsed_us)
+        metrics.post(self.live_slabs(pool).map(|(_, slab)| slab), elapsed_us);
     }
 
     /// Up to `max` metric posts from sequence number `from` on.

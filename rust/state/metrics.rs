@@ -27,20 +27,17 @@ use crate::{
             VersionRank,
             VersionWord,
             METRIC_COUNT,
-            METRIC_DEFS,
-            METRIC_VALUE_SIZE, //
+            METRIC_DEFS, //
         },
     },
     state::{
         post_ring::PostRing,
+        post_value::PostValue,
         slab_values::SlabValues,
         version_history::VersionHistory, //
     },
 };
-use kernel::{
-    prelude::*,
-    str::CString, //
-};
+use kernel::prelude::*;
 
 /// Picoseconds in a microsecond.
 const PS_PER_US: u64 = 1_000_000;
@@ -126,12 +123,9 @@ impl MetricsState {
     }
 
     /// Ends a period of `elapsed_us` microseconds with `owned` the slabs owned now: posts
-    /// every metric that has something to say into the ring.
-    pub(crate) fn post(
-        &mut self,
-        owned: impl Iterator<Item = impl SlabValues>,
-        elapsed_us: u64,
-    ) -> Result {
+    /// every metric that has something to say into the ring. Nothing in it can fail (values
+    /// are formatted in place), so a period never posts part of its metrics.
+    pub(crate) fn post(&mut self, owned: impl Iterator<Item = impl SlabValues>, elapsed_us: u64) {
         let mut current = [0u64; METRIC_COUNT];
         for slab in owned {
             for (sum, def) in current.iter_mut().zip(METRIC_DEFS.iter()) {
@@ -141,10 +135,10 @@ impl MetricsState {
             }
             self.observe(&slab);
         }
-        self.period += 1;
         let cores_ps = elapsed_us
             .saturating_mul(PS_PER_US)
-            .saturating_mul(u64::try_from(self.core_count)?);
+            .saturating_mul(u64::try_from(self.core_count).unwrap_or(u64::MAX));
+        self.period += 1;
         for (index, def) in METRIC_DEFS.iter().enumerate() {
             let (now, freed, previous) = (
                 current.get(index).copied().unwrap_or(0),
@@ -154,24 +148,25 @@ impl MetricsState {
             // Exact in 128 bits: the sum of two u64 minus a u64 cannot overflow.
             let delta = i128::from(now) + i128::from(freed) - i128::from(previous);
             let text = match def.kind {
-                MetricKind::Counter(_) if delta > 0 => Some(decimal(delta)?),
+                MetricKind::Counter(_) if delta > 0 => Some(PostValue::format(fmt!("{delta}"))),
                 MetricKind::Utilization if delta > 0 && cores_ps > 0 => {
                     // No 128-bit division in the kernel: the busy time fits a u64 anyway.
                     let busy_ps = u64::try_from(delta)
                         .unwrap_or(u64::MAX)
                         .saturating_mul(self.time_unit_ps);
-                    Some(decimal(i128::from(busy_ps.saturating_mul(100) / cores_ps))?)
+                    let percent = busy_ps.saturating_mul(100) / cores_ps;
+                    Some(PostValue::format(fmt!("{percent}")))
                 }
-                MetricKind::Version(source, rank, field) => {
-                    self.version_text(source, rank, field)?
-                }
+                MetricKind::Version(source, rank, field) => self.version_text(source, rank, field),
                 MetricKind::Bitmap(_) => match self.seen.get(index).copied().flatten() {
-                    Some(bits) if bits != 0 => Some(decimal(i128::from(bits))?),
+                    Some(bits) if bits != 0 => Some(PostValue::format(fmt!("{bits}"))),
                     _ => None,
                 },
                 MetricKind::Constant(_, skip_zero) => match self.seen.get(index).copied().flatten()
                 {
-                    Some(value) if !(skip_zero && value == 0) => Some(decimal(i128::from(value))?),
+                    Some(value) if !(skip_zero && value == 0) => {
+                        Some(PostValue::format(fmt!("{value}")))
+                    }
                     _ => None,
                 },
                 _ => None,
@@ -186,7 +181,6 @@ impl MetricsState {
         for history in self.versions.iter_mut() {
             history.clear();
         }
-        Ok(())
     }
 
     fn version_text(
@@ -194,7 +188,7 @@ impl MetricsState {
         source: NdCounter,
         rank: VersionRank,
         field: VersionField,
-    ) -> Result<Option<CString>> {
+    ) -> Option<PostValue> {
         let history = VERSION_SOURCES
             .iter()
             .position(|s| *s == source)
@@ -203,45 +197,29 @@ impl MetricsState {
             VersionRank::First => 0,
             VersionRank::Second => 1,
         };
-        let Some(word) = history.and_then(|h| h.ranked(rank)) else {
-            return Ok(None);
-        };
-        let version = VersionWord::from_word(word);
-        let text = match field {
-            VersionField::Version => CString::try_from_fmt(fmt!(
+        let version = VersionWord::from_word(history?.ranked(rank)?);
+        Some(match field {
+            VersionField::Version => PostValue::format(fmt!(
                 "{}.{}.{}",
                 version.major,
                 version.minor,
                 version.build
-            ))?,
-            VersionField::FrameworkType => {
-                CString::try_from_fmt(fmt!("{}", version.reserved % 10))?
-            }
-        };
-        Ok(Some(text))
+            )),
+            VersionField::FrameworkType => PostValue::format(fmt!("{}", version.reserved % 10)),
+        })
     }
 
-    fn push(&mut self, cw_id: u8, text: &CStr) {
-        let bytes = text.to_bytes();
-        let len = bytes.len().min(METRIC_VALUE_SIZE);
-        let mut value = [0u8; METRIC_VALUE_SIZE];
-        if let (Some(dst), Some(src)) = (value.get_mut(..len), bytes.get(..len)) {
-            dst.copy_from_slice(src);
-        }
+    fn push(&mut self, cw_id: u8, text: &PostValue) {
         self.ring.push(MetricPost {
             seq: 0,
             period: self.period,
             device: self.device,
             cw_id,
-            len: u8::try_from(len).unwrap_or(0),
+            len: text.len(),
             reserved: [0; 2],
-            value,
+            value: text.field(),
         });
     }
-}
-
-fn decimal(value: i128) -> Result<CString> {
-    CString::try_from_fmt(fmt!("{value}"))
 }
 
 #[kunit_tests(neuron_ds_metrics)]
@@ -293,7 +271,7 @@ mod tests {
             .read(0, usize::MAX)?
             .last()
             .map_or(1, |p| p.seq + 1);
-        state.post(owned.iter().map(|f| f as &dyn SlabValues), 1_000_000)?;
+        state.post(owned.iter().map(|f| f as &dyn SlabValues), 1_000_000);
         let mut values = KVec::new();
         for post in state
             .ring

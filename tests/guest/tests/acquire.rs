@@ -24,6 +24,20 @@ fn own_acquire_returns_the_slab_size_and_a_slot_offset() {
 }
 
 #[test]
+fn acquiring_the_own_pid_is_the_owners_acquire() {
+    // As in the original, only pid 0 creates: the own pid finds nothing before that.
+    let file = open_device(DEVICE).unwrap();
+    assert_eq!(errno(acquire(&file, own_pid())), libc::ENOENT);
+    let own = acquire(&file, 0).unwrap();
+    let by_pid = acquire(&file, own_pid()).unwrap();
+    assert_eq!(
+        by_pid.mmap_offset, own.mmap_offset,
+        "the own pid gets the owner's writable window, not a reader's"
+    );
+    assert!(offset_is_owner(by_pid.mmap_offset));
+}
+
+#[test]
 fn reacquire_from_another_thread_returns_the_same_slab() {
     let file = open_device(DEVICE).unwrap();
     let first = acquire(&file, 0).unwrap();
