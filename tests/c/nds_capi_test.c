@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Exercises the nds_* C API (userspace/nds-capi) the way SDK code uses libnds, over a slab file.
- * Prints one line per failed check and a final "c api: N passed, N failed" line; exits non-zero
- * on any failure.
+ * Exercises the C API (userspace/nds-capi) over a slab file, argument checks and return values
+ * included; tests/c/nds_sdk_program.c is the SDK-only program run against the module. Built by
+ * userspace/nds-capi/tests/c_program.rs, which defines NDL_CONTEXT_OFFSET as the library's
+ * offset of ndl_device_t.context. Prints one line per failed check and a final
+ * "c api: N passed, N failed" line; exits non-zero on any failure.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "neuron_ds.h"
+#include <nrt/nds/neuron_ds.h>
 
 _Static_assert(sizeof(nds_mem_usage_info_t) == 16, "nds_mem_usage_info_t");
 _Static_assert(sizeof(nds_model_node_info_t) == 284, "nds_model_node_info_t");
@@ -19,6 +23,8 @@ _Static_assert(sizeof(nds_model_node_mem_usage_info_t) == 384, "mem usage grid")
 _Static_assert(sizeof(nds_version_info_t) == 8, "nds_version_info_t");
 _Static_assert(sizeof(nds_process_info_t) == 60, "nds_process_info_t");
 _Static_assert(sizeof(nds_process_info_ext_t) == 256, "nds_process_info_ext_t");
+/* The library lays out ndl_device_t itself: its context must start where the header's does. */
+_Static_assert(offsetof(ndl_device_t, context) == NDL_CONTEXT_OFFSET, "ndl_device_t.context");
 
 static int passed, failed;
 
@@ -163,7 +169,8 @@ static void test_models(nds_instance_t *producer, nds_instance_t *reader)
 	CHECK(committed == 64);
 
 	extra = nds_obj_new(producer, OBJECT_TYPE_MODEL_NODE_INFO);
-	CHECK(nds_obj_commit(extra) == -ENOSPC);
+	CHECK(nds_obj_commit(extra) == ENOSPC); /* positive, as libnds returns it */
+	CHECK(nds_obj_commit(extra) == ENOSPC); /* and still no slot taken */
 
 	CHECK(nds_read_all_model_nodes(reader, &models, &count) == 0);
 	CHECK(count == 64);
@@ -180,6 +187,45 @@ static void test_models(nds_instance_t *producer, nds_instance_t *reader)
 			      4096ull * node->model_id);
 		CHECK(nds_obj_delete(models[i]) == 0); /* frees the reader's copy only */
 	}
+	free(models);
+
+	/* The producer's own read copies: freeing them leaves every model in place. */
+	CHECK(nds_read_all_model_nodes(producer, &models, &count) == 0);
+	CHECK(count == 64);
+	for (i = 0; i < count; i++)
+		CHECK(nds_obj_delete(models[i]) == 0);
+	free(models);
+	CHECK(nds_read_all_model_nodes(reader, &models, &count) == 0);
+	CHECK(count == 64);
+	for (i = 0; i < count; i++)
+		nds_obj_delete(models[i]);
+	free(models);
+
+	/* A producer's read copy, edited and committed, rewrites the slot it was read from. */
+	CHECK(nds_read_all_model_nodes(producer, &models, &count) == 0);
+	CHECK(count == 64);
+	if (count == 64) {
+		nds_model_node_info_t *node = nds_obj_handle_to_model_node_info(models[5]);
+		uint32_t model_id = node ? node->model_id : 0;
+
+		if (node)
+			strcpy(node->name, "renamed");
+		CHECK(nds_obj_commit(models[5]) == 0);
+		for (i = 0; i < count; i++)
+			nds_obj_delete(models[i]);
+		free(models);
+		CHECK(nds_read_all_model_nodes(reader, &models, &count) == 0);
+		CHECK(count == 64);
+		for (i = 0; i < count; i++) {
+			node = nds_obj_handle_to_model_node_info(models[i]);
+			if (node && node->model_id == model_id)
+				CHECK(strcmp(node->name, "renamed") == 0);
+		}
+		/* A reader's copy cannot be published. */
+		CHECK(nds_obj_commit(models[0]) == -EPERM);
+	}
+	for (i = 0; i < count; i++)
+		nds_obj_delete(models[i]);
 	free(models);
 
 	/* Deleting through the producer frees the slot, which the spare object then takes. */
@@ -208,34 +254,87 @@ static void test_models(nds_instance_t *producer, nds_instance_t *reader)
 	CHECK(count == 0);
 }
 
+/* ndl_open_device() and ndl_close_device(): arguments and errors (no module on this host). */
+static void test_ndl_devices(void)
+{
+	ndl_device_init_param_t params;
+	ndl_device_t *device = NULL;
+
+	memset(&params, 0, sizeof(params));
+	errno = 0;
+	CHECK(ndl_open_device(-1, &params, &device) == -1 && errno == EINVAL && device == NULL);
+	errno = 0;
+	CHECK(ndl_open_device(MAX_NEURON_DEVICE_COUNT, &params, &device) == -1 && errno == EINVAL);
+	errno = 0;
+	CHECK(ndl_open_device(0, &params, NULL) == -1 && errno == EINVAL);
+	if (access(NEURON_DEVICE_PREFIX "63", F_OK) != 0) {
+		errno = 0;
+		CHECK(ndl_open_device(63, NULL, &device) == -1 && errno == ENOENT && device == NULL);
+	}
+	errno = 0;
+	CHECK(ndl_close_device(NULL) == -1 && errno == EINVAL);
+}
+
+/* The nds_device_open*() extensions: the handle's SDK fields, and errors by path. */
+static void test_path_devices(const char *dir)
+{
+	char missing[96], regular[96];
+	ndl_device_t *device;
+	nds_instance_t *unused = NULL;
+	int fd;
+
+	snprintf(missing, sizeof(missing), "%s/absent", dir);
+	snprintf(regular, sizeof(regular), "%s/regular", dir);
+
+	CHECK(nds_device_open(NULL) == NULL);
+	CHECK(nds_device_open_file(NULL) == NULL);
+
+	/* A reader before any producer: no header, no slab. */
+	device = nds_device_open_file(missing);
+	CHECK(device != NULL);
+	if (device) {
+		CHECK(device->device_index == 0 && device->connected_device_count == 0);
+		CHECK(((ndl_device_context_t *)device->context)->nd_fd == -1);
+		CHECK(nds_open(device, 1234, &unused) == -ENOENT);
+		CHECK(ndl_close_device(device) == 0);
+	}
+
+	/* A device node path is opened at once: a missing one fails there, with errno set. */
+	errno = 0;
+	CHECK(nds_device_open(missing) == NULL && errno == ENOENT);
+	/* A file that opens but is no device node: the driver's ioctl errno comes back. */
+	fd = open(regular, O_CREAT | O_RDWR, 0600);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	device = nds_device_open(regular);
+	CHECK(device != NULL);
+	if (device) {
+		CHECK(((ndl_device_context_t *)device->context)->nd_fd >= 0);
+		CHECK(nds_open(device, 0, &unused) == -ENOTTY);
+		CHECK(ndl_close_device(device) == 0);
+	}
+	unlink(regular);
+}
+
 int main(void)
 {
 	char dir_template[] = "/tmp/nds-capi-XXXXXX";
-	char slab[64], missing[64];
-	ndl_device_t *file_device, *absent_device, *node_device;
-	nds_instance_t *producer = NULL, *reader = NULL, *unused = NULL;
+	char slab[64];
+	ndl_device_t *file_device;
+	nds_instance_t *producer = NULL, *reader = NULL;
 
 	if (!mkdtemp(dir_template)) {
 		perror("mkdtemp");
 		return 2;
 	}
 	snprintf(slab, sizeof(slab), "%s/slab", dir_template);
-	snprintf(missing, sizeof(missing), "%s/absent", dir_template);
 
-	CHECK(nds_device_open(NULL) == NULL);
-	CHECK(nds_device_open_file(NULL) == NULL);
+	test_ndl_devices();
+	test_path_devices(dir_template);
+
 	file_device = nds_device_open_file(slab);
 	CHECK(file_device != NULL);
-
-	/* A reader before any producer: no header, no slab. */
-	absent_device = nds_device_open_file(missing);
-	CHECK(nds_open(absent_device, 1234, &unused) == -ENOENT);
-	nds_device_close(absent_device);
-	/* The device backend reports the driver's errno; a missing node is ENOENT. */
-	node_device = nds_device_open(missing);
-	CHECK(nds_open(node_device, 0, &unused) == -ENOENT);
-	nds_device_close(node_device);
-
 	CHECK(nds_open(NULL, 0, &producer) == -EINVAL);
 	CHECK(nds_open(file_device, 0, NULL) == -EINVAL);
 	CHECK(nds_open(file_device, -5, &producer) == -EINVAL);
@@ -251,8 +350,7 @@ int main(void)
 	CHECK(nds_close(reader) == 0);
 	CHECK(nds_close(producer) == 0);
 	CHECK(nds_close(NULL) == -EINVAL);
-	nds_device_close(file_device);
-	nds_device_close(NULL);
+	CHECK(ndl_close_device(file_device) == 0);
 
 	unlink(slab);
 	rmdir(dir_template);

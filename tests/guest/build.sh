@@ -37,6 +37,17 @@ for tool in "${tools[@]}"; do
     cp "$here/../../userspace/target/$GUEST_TARGET/release/$tool" "$work/bin/$tool"
 done
 
+# The SDK-only C program (tests/c/nds_sdk_program.c), linked statically against the C API
+# library built for the guest; tests/sdk_program.rs runs it. The library's unwinder comes from
+# the Rust target's own libunwind.a (the C compiler's would need glibc).
+userspace="$here/../../userspace"
+(cd "$userspace" &&
+    cargo rustc --release --target "$GUEST_TARGET" -p nds-capi --lib --crate-type staticlib)
+musl-gcc -std=c11 -Wall -Wextra -Werror -static -I "$userspace/nds-capi/include" \
+    -o "$work/bin/nds-sdk-program" "$here/../c/nds_sdk_program.c" \
+    "$userspace/target/$GUEST_TARGET/release/libnds_capi.a" \
+    "$(rustc --print sysroot)/lib/rustlib/$GUEST_TARGET/lib/self-contained/libunwind.a"
+
 cat >"$work/run.sh" <<'RUN'
 #!/bin/sh
 # Runs every guest test binary; single-threaded because they share the device's slabs.
