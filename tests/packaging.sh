@@ -158,7 +158,7 @@ kbuild_notes_another_bindgen() {
     cat "$tmp/err"
     [ "$vars" = "LLVM=$LLVM_SUFFIX" ] &&
         contains "$tmp/err" "bindgen differs from the one that generated the kernel's bindings" &&
-        contains "$tmp/err" "the kernel has '$(sed -n 's/^CONFIG_BINDGEN_VERSION_TEXT="\(.*\)"$/\1/p' "$kdir/include/config/auto.conf")'" &&
+        contains "$tmp/err" "the kernel has '$(sed -n 's/^CONFIG_BINDGEN_VERSION_TEXT="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$kdir/include/config/auto.conf")'" &&
         contains "$tmp/err" "PATH has 'bindgen 0.1.0'"
 }
 
