@@ -13,7 +13,8 @@ use neuron_ds_guest_tests::helper_path;
 use serde_json::Value;
 
 /// The demo's load: three producers per device at 300 executions/s, the last one killed
-/// halfway; shorter than the demo's 8 s.
+/// halfway. Long enough that the three readers below, started one after another, all see it
+/// live on the debug kernel too (KASAN makes each tool's start take seconds there).
 fn start_load() -> Child {
     let _ = std::fs::remove_dir_all("/tmp/contract-reports");
     Command::new(helper_path("nds-loadgen"))
@@ -22,7 +23,7 @@ fn start_load() -> Child {
             "--procs-per-device",
             "3",
             "--duration",
-            "5s",
+            "10s",
             "--rate",
             "300",
             "--crash",
