@@ -474,8 +474,10 @@ impl DeviceState {
                 .pool
                 .finish_release(slot, CLEAR_TICK.fetch_add(1, Relaxed))?;
         }
-        // Already queued is fine: the queued run zeroes every dirty slab.
-        let _ = workqueue::system().enqueue(self.clone());
+        // Already queued is fine: the queued run zeroes every dirty slab. Unbound, so that the
+        // zeroing does not preempt the releasing task on its CPU (the attach cycle's RELEASE
+        // step fell from 282 to 188 µs under TCG).
+        let _ = workqueue::system_unbound().enqueue(self.clone());
         Ok(())
     }
 
