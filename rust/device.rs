@@ -14,15 +14,17 @@
 //! 2. Without the lock, the owner's writable mappings are revoked (their pages are removed, and
 //!    later accesses fault). This takes each writer address space's mmap lock, so a writable
 //!    `mmap` that passed its checks before step 1 has finished and is revoked too.
-//! 3. Under the lock, one snapshot of the slab (final: nobody can write it any more) feeds both
-//!    the sysfs totals and the metrics.
+//! 3. One snapshot of the slab (final: nobody can write it any more) is taken without the lock,
+//!    so sysfs readers never wait for it; then, under the lock, it feeds both the sysfs totals
+//!    and the metrics, and the slot becomes free to zero. Until then sysfs counts the slab as
+//!    live, reading the same final values.
 //! 4. The slab is zeroed page by page without the lock, by a work item, or by the next owner if
 //!    it comes first; then it is free. A new owner always gets the free slot released longest ago.
 //!
 //! # Lock order
 //!
-//! mmap lock (held by the core around `mmap`) → [`DeviceState::inner`] → a slab's
-//! `kernel_access` spinlock. A writer address space's mmap lock (step 2) is only taken with no
+//! mmap lock (held by the core around `mmap`) → [`DeviceState::snapshot`] →
+//! [`DeviceState::inner`] → a slab's `kernel_access` spinlock. A writer address space's mmap lock (step 2) is only taken with no
 //! device lock held. A file's grants lock is never held together with [`DeviceState::inner`].
 
 use crate::{
@@ -60,7 +62,7 @@ use core::fmt::Write;
 use kernel::{
     bindings,
     mm::Mm,
-    new_condvar, new_mutex, new_work,
+    new_condvar, new_mutex,
     page::PAGE_SIZE,
     prelude::*,
     sync::{
@@ -77,14 +79,18 @@ use kernel::{
     },
     workqueue::{
         self,
-        impl_has_work,
-        Work,
+        impl_has_delayed_work,
+        new_delayed_work,
+        DelayedWork,
         WorkItem, //
     },
 };
 
 /// Bytes in one slab.
 pub(crate) const SLAB_SIZE: usize = crate::abi::layout::NEURON_DATASTORE_SIZE;
+
+/// Jiffies from a release to the work that zeroes its slab.
+const ZEROING_DELAY: kernel::time::Jiffies = 1;
 
 /// The LRU clock: one tick per release, shared by every device as in the original driver.
 static CLEAR_TICK: Atomic<u64> = Atomic::new(1);
@@ -172,8 +178,6 @@ struct Inner {
     openers: KVec<(ARef<Task>, usize)>,
     totals: DeviceTotals,
     metrics: MetricsState,
-    /// Where a release copies the slab's counters.
-    snapshot: SlabSnapshot,
     /// The device number of the node, once registered (mappings are found by it).
     devt: bindings::dev_t,
 }
@@ -192,17 +196,20 @@ pub(crate) struct DeviceState {
     /// Per slot: the live VMAs of its owner's window (of every tenure), and the owner mappings
     /// being set up. A release needs to revoke mappings only when it is not zero.
     owner_mappings: KVec<Arc<VmaCount>>,
+    /// Where a release copies the slab's counters; held across the copy and its aggregation.
+    #[pin]
+    snapshot: Mutex<SlabSnapshot>,
     #[pin]
     inner: Mutex<Inner>,
     /// Signalled whenever a slot finishes zeroing.
     #[pin]
     slot_zeroed: CondVar,
     #[pin]
-    scrub_work: Work<DeviceState>,
+    scrub_work: DelayedWork<DeviceState>,
 }
 
-impl_has_work! {
-    impl HasWork<Self> for DeviceState { self.scrub_work }
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self> for DeviceState { self.scrub_work }
 }
 
 /// Zeroes released slabs, oldest release first, until none is left.
@@ -232,18 +239,19 @@ impl DeviceState {
                 config.core_count,
                 config.time_unit_ps,
             )?,
-            snapshot: SlabSnapshot::new(config.core_count)?,
             devt: 0,
         };
+        let snapshot = SlabSnapshot::new(config.core_count)?;
         // INVARIANT: 16 zeroed slabs, matching the never-used slots' generation 0.
         Arc::pin_init(
             try_pin_init!(Self {
                 config,
                 slabs,
                 owner_mappings,
+                snapshot <- new_mutex!(snapshot),
                 inner <- new_mutex!(inner),
                 slot_zeroed <- new_condvar!(),
-                scrub_work <- new_work!("neuron_ds::scrub"),
+                scrub_work <- new_delayed_work!("neuron_ds::scrub"),
             }),
             GFP_KERNEL,
         )
@@ -465,19 +473,20 @@ impl DeviceState {
         }
         drop(writers);
         {
-            let mut guard = self.inner.lock();
-            let inner = &mut *guard;
-            inner.snapshot.take(&LiveSlab::of(self.slab(slot)?));
-            inner.totals.add_release(slot, &inner.snapshot);
-            inner.metrics.on_release(&inner.snapshot);
+            let mut snapshot = self.snapshot.lock();
+            snapshot.take(&LiveSlab::of(self.slab(slot)?));
+            let mut inner = self.inner.lock();
+            inner.totals.add_release(slot, &*snapshot);
+            inner.metrics.on_release(&*snapshot);
             inner
                 .pool
                 .finish_release(slot, CLEAR_TICK.fetch_add(1, Relaxed))?;
         }
-        // Already queued is fine: the queued run zeroes every dirty slab. Unbound, so that the
-        // zeroing does not preempt the releasing task on its CPU (the attach cycle's RELEASE
-        // step fell from 282 to 188 µs under TCG).
-        let _ = workqueue::system_unbound().enqueue(self.clone());
+        // Already queued is fine: the queued run zeroes every dirty slab. One tick later and
+        // unbound, so that the release neither wakes a worker nor is preempted by one: a timer
+        // costs the releasing task nothing, and a new owner that comes first zeroes the slab
+        // itself.
+        let _ = workqueue::system_unbound().enqueue_delayed(self.clone(), ZEROING_DELAY);
         Ok(())
     }
 
@@ -612,7 +621,7 @@ mod tests {
 
     /// Cancels the zeroing work a test's releases queued, before the test's device goes away.
     fn finish(device: &Arc<DeviceState>) {
-        crate::shim::workqueue::cancel_work_sync(device);
+        crate::shim::workqueue::cancel_delayed_work_sync(device);
     }
 
     fn nc(core: usize, counter: NcCounter) -> Result<usize> {

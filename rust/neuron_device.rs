@@ -13,7 +13,7 @@ use crate::{
     shim::{
         class::Class,
         misc::MiscRegistration,
-        workqueue::cancel_work_sync, //
+        workqueue::cancel_delayed_work_sync, //
     },
     sysfs_tree::SysfsTree,
 };
@@ -42,7 +42,7 @@ struct ZeroingWork(Arc<DeviceState>);
 
 impl Drop for ZeroingWork {
     fn drop(&mut self) {
-        cancel_work_sync(&self.0);
+        cancel_delayed_work_sync(&self.0);
     }
 }
 

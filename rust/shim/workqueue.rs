@@ -38,17 +38,6 @@ fn drop_queued_reference<T>(item: &Arc<T>) {
     drop(unsafe { Arc::from_raw(Arc::as_ptr(item)) });
 }
 
-/// Cancels `item`'s work `ID` and waits until it is neither pending nor running.
-pub(crate) fn cancel_work_sync<T, const ID: u64>(item: &Arc<T>)
-where
-    T: HasWork<T, ID> + WorkItem<ID, Pointer = Arc<T>>,
-{
-    // SAFETY: `raw_work` returns an initialised `work_struct` that `item` keeps alive.
-    if unsafe { bindings::cancel_work_sync(raw_work(item)) } {
-        drop_queued_reference(item);
-    }
-}
-
 /// Cancels `item`'s delayed work `ID` and waits until it is neither pending nor running.
 pub(crate) fn cancel_delayed_work_sync<T, const ID: u64>(item: &Arc<T>)
 where

@@ -4,8 +4,8 @@
 //! | measurement | floor |
 //! | --- | --- |
 //! | open + ACQUIRE + mmap + touch 64 pages + munmap + RELEASE + close | open + 2 null ioctls on the same device + mmap(MAP_POPULATE) of a 256 KiB memfd + touch 64 pages + munmap + close |
-//! | RELEASE (aggregation, zeroing) with 16 live slabs | the same with 1 live slab |
-//! | RELEASE while another process reads every sysfs counter file in a loop | RELEASE alone |
+//! | RELEASE (aggregation) with 16 live slabs | the same with 1 live slab |
+//! | RELEASE while another process reads every sysfs counter file in a loop | RELEASE alone, and RELEASE while another process reads the misc device's `dev` attribute in a loop (the same load on the other CPU, no module code) |
 //! | open + read + close of a sysfs total, 1 and 16 live slabs | the same for the misc device's `dev` attribute |
 //!
 //! A "null ioctl" is a command the driver does not know: it goes through the whole ioctl path
@@ -322,7 +322,7 @@ fn read_file(path: &str) -> Result<()> {
     Ok(())
 }
 
-/// A process that reads every sysfs counter file of the device, over and over, until dropped.
+/// A process that reads `paths` (sysfs files), over and over, until dropped.
 struct SysfsReadLoop(libc::pid_t);
 
 impl SysfsReadLoop {
@@ -467,6 +467,7 @@ fn run() -> Result<()> {
     // gone before the next 1-live one.
     let others = NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE - 1;
     let counter_files = sysfs_counter_files()?;
+    let other_file = [MISC_DEV.to_string()];
     alternate(&mut [
         (GuestBench::ReleaseOneLive, &mut || {
             batch(|| timed_release(&device))
@@ -477,6 +478,10 @@ fn run() -> Result<()> {
         }),
         (GuestBench::ReleaseUnderSysfsReads, &mut || {
             let _reader = SysfsReadLoop::start(&counter_files)?;
+            batch(|| timed_release(&device))
+        }),
+        (GuestBench::ReleaseUnderOtherReads, &mut || {
+            let _reader = SysfsReadLoop::start(&other_file)?;
             batch(|| timed_release(&device))
         }),
     ])?;

@@ -2,6 +2,10 @@
 //! the owner released, exited or was killed.
 
 use neuron_ds_guest_tests::*;
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
 
 fn success(core: usize) -> u64 {
     sysfs_counter(core, "status", "success", "total")
@@ -62,4 +66,69 @@ fn a_killed_owner_frees_its_slot_and_zeroes_its_slab() {
     assert_eq!(row.pid, 0);
     assert_eq!(row.generation % 2, 0);
     assert!(row.clear_tick > 0);
+}
+
+/// A release copies the slab's final counters before it takes the device lock, so a sysfs read
+/// can come between the copy and the move into the totals: it must still count the slab once,
+/// as live, never twice and never not at all.
+#[test]
+fn a_total_read_during_releases_counts_each_slab_exactly_once() {
+    const CYCLES: u64 = 300;
+    const ADDED: u64 = 7;
+    let before = success(0);
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                seen.push(success(0));
+            }
+            seen
+        })
+    };
+    // One thread group acquires and releases again and again: each release is a full one. The
+    // file is opened here, as the child may not allocate (the reader thread may hold the
+    // allocator's lock when it forks).
+    let file = open_device(DEVICE).unwrap();
+    let status = in_child(|| {
+        for _ in 0..CYCLES {
+            let Ok(info) = acquire(&file, 0) else {
+                return 2;
+            };
+            let Ok(slab) = Mapping::new(
+                &file,
+                SLAB_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                info.mmap_offset,
+            ) else {
+                return 3;
+            };
+            slab.atomic_u64(nc_offset(0, 1))
+                .fetch_add(ADDED, Ordering::Relaxed);
+            drop(slab);
+            if release(&file, 0).is_err() {
+                return 4;
+            }
+        }
+        0
+    });
+    done.store(true, Ordering::Relaxed);
+    let seen = reader.join().unwrap();
+    assert_eq!(status, 0, "the owner failed (wait status {status})");
+    assert!(
+        seen.len() > 10,
+        "only {} reads during the releases",
+        seen.len()
+    );
+    for pair in seen.windows(2) {
+        assert!(pair[0] <= pair[1], "the total went back: {pair:?}");
+    }
+    let most = before + CYCLES * ADDED;
+    assert!(
+        seen.iter().all(|total| (before..=most).contains(total)),
+        "a total outside {before}..={most}: {:?}",
+        seen.iter().find(|total| !(before..=most).contains(*total))
+    );
+    assert_eq!(success(0), most);
 }

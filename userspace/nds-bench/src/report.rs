@@ -89,6 +89,9 @@ pub enum GuestBench {
     /// RELEASE (with aggregation) of the only live slab while another process reads every
     /// sysfs counter file in a loop.
     ReleaseUnderSysfsReads,
+    /// RELEASE (with aggregation) of the only live slab while another process reads the misc
+    /// device's `dev` attribute in a loop: the same load on the other CPU, with no module code.
+    ReleaseUnderOtherReads,
     /// open + read + close of a sysfs total with one live slab.
     SysfsTotalOneLive,
     /// open + read + close of a sysfs total with 16 live slabs.
@@ -99,12 +102,13 @@ pub enum GuestBench {
 
 impl GuestBench {
     /// Every guest measurement.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::AttachCycle,
         Self::AttachFloor,
         Self::ReleaseOneLive,
         Self::ReleaseSixteenLive,
         Self::ReleaseUnderSysfsReads,
+        Self::ReleaseUnderOtherReads,
         Self::SysfsTotalOneLive,
         Self::SysfsTotalSixteenLive,
         Self::SysfsDev,
@@ -119,6 +123,7 @@ impl GuestBench {
             Self::ReleaseOneLive => "release-1",
             Self::ReleaseSixteenLive => "release-16",
             Self::ReleaseUnderSysfsReads => "release-sysfs-reads",
+            Self::ReleaseUnderOtherReads => "release-other-reads",
             Self::SysfsTotalOneLive => "sysfs-total-1",
             Self::SysfsTotalSixteenLive => "sysfs-total-16",
             Self::SysfsDev => "sysfs-dev",
@@ -345,6 +350,12 @@ pub fn rows() -> Vec<Row> {
             Goal::AtMost(1.10),
         ),
         (
+            "RELEASE+aggregation, every sysfs counter read in a loop / misc dev attr read in a loop",
+            GuestBench::ReleaseUnderSysfsReads,
+            GuestBench::ReleaseUnderOtherReads,
+            Goal::AtMost(1.10),
+        ),
+        (
             "sysfs total read, 1 live / misc dev attr",
             GuestBench::SysfsTotalOneLive,
             GuestBench::SysfsDev,
@@ -565,7 +576,7 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), GuestBench::ALL.len());
         // Per threading mode: 4 bands × (handle, int), mmv, prometheus; the slab-word row; four
-        // snapshot rows, two record rows, five guest rows.
-        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 5);
+        // snapshot rows, two record rows, six guest rows.
+        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 6);
     }
 }
