@@ -13,6 +13,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 campaign="${1:-}"
 variant="${VARIANT:-base}"
+params="devices=2 cores_per_device=2"
 cd "$root"
 
 case "$campaign" in
@@ -25,6 +26,9 @@ fuzz)
     ;;
 faults)
     # Every failure point of the module, then unloading under load; both run, both count.
+    # The metrics period is stepped too: it must end every few hundred milliseconds, not at
+    # the default 150 s.
+    params="$params metrics_period_ms=400"
     cmd="/work/bin/ds-faults${FAULTS_SHORT:+ --short}; faults=\$?; /work/bin/ds-unload --cycles ${UNLOAD_CYCLES:-100}; unload=\$?; [ \$faults -eq 0 ] && [ \$unload -eq 0 ]"
     ;;
 *)
@@ -42,7 +46,7 @@ work="$root/build/campaign-$variant"
 bash tests/guest/build.sh "$work" >/dev/null
 echo "campaign: $cmd ($variant kernel)"
 status=0
-MODULE_PARAMS="devices=2 cores_per_device=2" QEMU_TIMEOUT="${QEMU_TIMEOUT:-7200}" \
+MODULE_PARAMS="$params" QEMU_TIMEOUT="${QEMU_TIMEOUT:-7200}" \
     bash qemu/qemu-run.sh "$variant" "$work" "$cmd" || status=$?
 if [ "$status" -ne 0 ] && [ "$campaign" = fuzz ]; then
     echo "campaign: FAIL with seed $seed (reproduce: make fuzz-ioctl SEED=$seed CALLS=${CALLS:-1000000})" >&2

@@ -1141,7 +1141,9 @@ impl Campaign {
         let counter = nc_offset(COUNTED.0, COUNTED.1);
         let base = slab.read_u64(counter);
         let mut n = 1;
-        let mut idle_tries = 0;
+        // Tries of point `n` in which no armed worker reached it, and of those, the ones in
+        // which a period ended while the workers were armed.
+        let (mut idle_tries, mut idle_periods) = (0, 0);
         loop {
             let Some(p) = wait_for_period(&mut stream, &mut posted, last_period, period * 4) else {
                 self.other_failures
@@ -1165,6 +1167,11 @@ impl Campaign {
                 }
             }
             // New workers may have started meanwhile; they were never armed.
+            let ended_while_armed =
+                drain_posts(&mut stream, &mut posted).filter(|p| *p > last_period);
+            if let Some(p) = ended_while_armed {
+                last_period = p;
+            }
             let mut row = Row {
                 op: Op::MetricsPeriod,
                 point: n,
@@ -1189,11 +1196,22 @@ impl Campaign {
                     "posted success deltas add up to {posted}, {written} were counted"
                 ));
             }
+            if used.is_none() && ended_while_armed.is_some() {
+                idle_periods += 1;
+            }
             match used {
                 None if row.problems.is_empty() && idle_tries < 3 => {
-                    // No worker ran the module's work while armed: try the point again.
+                    // No armed worker reached point `n`: a worker that started after the arming
+                    // may have run the period, so try the point again.
                     idle_tries += 1;
                     continue;
+                }
+                None if row.problems.is_empty() && idle_periods == idle_tries + 1 => {
+                    // Every try, a period ended while the workers were armed and none of them
+                    // reached point `n`: a period has fewer points (none, for n = 1: posting
+                    // neither allocates nor copies).
+                    self.print_progress(Op::MetricsPeriod, n - 1);
+                    break;
                 }
                 None => row
                     .problems
@@ -1215,7 +1233,7 @@ impl Campaign {
             };
             self.describe(&mut row, &injections);
             self.record(row);
-            idle_tries = 0;
+            (idle_tries, idle_periods) = (0, 0);
             n += 1;
         }
         drop(slab);
