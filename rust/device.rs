@@ -413,15 +413,7 @@ impl DeviceState {
 
     /// Releases the slab of `leader`'s thread group, if it has one.
     pub(crate) fn release_own(self: &Arc<Self>, leader: &Task) -> Result {
-        let slot = self
-            .inner
-            .lock()
-            .pool
-            .find_owner(|owner| *owner.leader == *leader);
-        match slot {
-            Some(slot) => self.release_slot(slot),
-            None => Ok(()),
-        }
+        self.release_slot(|pool| pool.find_owner(|owner| *owner.leader == *leader))
     }
 
     /// Releases every slab whose owner's thread group has exited.
@@ -443,15 +435,29 @@ impl DeviceState {
             }
         }
         for (slot, _) in exited.iter().enumerate().filter(|(_, exited)| **exited) {
-            // A concurrent release of the same slot makes this one fail with EINVAL: fine.
-            let _ = self.release_slot(slot);
+            // Checked again under the lock: the group's last close may have released it since.
+            let still_exited = |pool: &SlotPool<Owner, Writer>| {
+                let owner = pool.get(slot)?.owner()?;
+                thread_group_exited(&owner.leader).then_some(slot)
+            };
+            if let Err(err) = self.release_slot(still_exited) {
+                pr_err!("releasing the slab of an exited owner failed: {err:?}\n");
+            }
         }
     }
 
-    /// Releases owned slot `slot`: see the module documentation.
-    fn release_slot(self: &Arc<Self>, slot: usize) -> Result {
-        let (writers, devt, mapped) = {
+    /// Releases the owned slot that `select` picks under the lock, if it picks one: see the
+    /// module documentation. Picking and leaving the owner happen under one lock, so two
+    /// paths releasing the same owner (its last close and the reaper) never both try.
+    fn release_slot(
+        self: &Arc<Self>,
+        select: impl FnOnce(&SlotPool<Owner, Writer>) -> Option<usize>,
+    ) -> Result {
+        let (slot, writers, devt, mapped) = {
             let mut inner = self.inner.lock();
+            let Some(slot) = select(&inner.pool) else {
+                return Ok(());
+            };
             let (generation, writers) = inner.pool.begin_release(slot)?;
             self.publish_generation(slot, generation)?;
             // Counted under this lock before any owner mapping passes its checks.
@@ -459,7 +465,7 @@ impl DeviceState {
                 .owner_mappings
                 .get(slot)
                 .is_some_and(|count| count.live() > 0);
-            (writers, inner.devt, mapped)
+            (slot, writers, inner.devt, mapped)
         };
         let (start, end) = (
             mmap_offset(self.config.index, slot, Access::Owner),
