@@ -32,6 +32,7 @@ use crate::{
     shim::{
         barrier::smp_wmb,
         capability::perfmon_capable,
+        kcov::CoverageHandle,
         shared_pages::SharedPages,
         sysfs::SysfsText,
         task::thread_group_exited,
@@ -206,6 +207,8 @@ pub(crate) struct DeviceState {
     slot_zeroed: CondVar,
     #[pin]
     scrub_work: DelayedWork<DeviceState>,
+    /// Whose remote coverage session the workers' runs report to: the last releasing task's.
+    worker_coverage: CoverageHandle,
 }
 
 impl_has_delayed_work! {
@@ -217,7 +220,8 @@ impl WorkItem for DeviceState {
     type Pointer = Arc<DeviceState>;
 
     fn run(this: Arc<DeviceState>) {
-        while this.scrub_oldest_dirty() {}
+        this.worker_coverage
+            .run(|| while this.scrub_oldest_dirty() {});
     }
 }
 
@@ -252,6 +256,7 @@ impl DeviceState {
                 inner <- new_mutex!(inner),
                 slot_zeroed <- new_condvar!(),
                 scrub_work <- new_delayed_work!("neuron_ds::scrub"),
+                worker_coverage: CoverageHandle::new(),
             }),
             GFP_KERNEL,
         )
@@ -492,6 +497,7 @@ impl DeviceState {
         // unbound, so that the release neither wakes a worker nor is preempted by one: a timer
         // costs the releasing task nothing, and a new owner that comes first zeroes the slab
         // itself.
+        self.worker_coverage.record_current();
         let _ = workqueue::system_unbound().enqueue_delayed(self.clone(), ZEROING_DELAY);
         Ok(())
     }
@@ -539,6 +545,12 @@ impl DeviceState {
         let mut guard = self.inner.lock();
         let Inner { pool, metrics, .. } = &mut *guard;
         metrics.post(self.live_slabs(pool).map(|(_, slab)| slab), elapsed_us);
+    }
+
+    /// Whose coverage session a worker's run on this device reports to: the last releasing
+    /// task's (a worker runs because of releases, directly or through the period's posts).
+    pub(crate) fn worker_coverage(&self) -> &CoverageHandle {
+        &self.worker_coverage
     }
 
     /// Up to `max` metric posts from sequence number `from` on.

@@ -52,18 +52,21 @@ impl WorkItem for MetricsWorker {
     type Pointer = Arc<MetricsWorker>;
 
     fn run(this: Arc<MetricsWorker>) {
-        let elapsed_us = {
-            let mut last = this.last_post.lock();
-            let elapsed = last.elapsed().as_nanos() / 1000;
-            *last = Instant::now();
-            u64::try_from(elapsed).unwrap_or(0)
-        };
-        this.device.post_metrics(elapsed_us);
-        if !this.stopping.load(Relaxed) {
-            let period = this.period;
-            // An error means the work is being cancelled; the reference is dropped then.
-            let _ = workqueue::system().enqueue_delayed(this, period);
-        }
+        let device = this.device.clone();
+        device.worker_coverage().run(|| {
+            let elapsed_us = {
+                let mut last = this.last_post.lock();
+                let elapsed = last.elapsed().as_nanos() / 1000;
+                *last = Instant::now();
+                u64::try_from(elapsed).unwrap_or(0)
+            };
+            this.device.post_metrics(elapsed_us);
+            if !this.stopping.load(Relaxed) {
+                let period = this.period;
+                // An error means the work is being cancelled; the reference is dropped then.
+                let _ = workqueue::system().enqueue_delayed(this, period);
+            }
+        });
     }
 }
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # `make coverage`: the campaigns on the cov kernel (KCOV, only the module instrumented), each
-# collecting the module code its processes reached, then how much of the module that is: per
-# campaign and combined, out of the module's instrumentation points outside KUnit tests,
-# with the functions never reached. The random and the coverage-guided fuzzer run the same
-# number of calls, so their lines compare them. Ends with "coverage: N of M module PCs (P%)".
+# collecting the module code its processes reached, and the code the module's workers ran for
+# them (remote coverage, ds-kcov-remote), then how much of the module that is: per campaign
+# and combined, out of the module's instrumentation points outside KUnit tests, with the
+# functions never reached and why (tests/coverage-unreached.tsv). The random and the
+# coverage-guided fuzzer run the same number of calls, so their lines compare them. Ends with
+# "coverage: N of M module PCs (P%)".
 #
 # Env: CALLS (each fuzzer, default 20000), SEED, CYCLES and PROCESSES (stress, default 4000
-#      and 64), UNLOAD_CYCLES (default 3), FAULTS_SHORT (default 1; empty: the full form),
-#      QEMU_TIMEOUT (default 7200 s)
+#      and 64), UNLOAD_CYCLES (default 3), FAULTS_SHORT (1: the fault campaign's short form;
+#      by default the full form, about 6 min on this kernel), QEMU_TIMEOUT (default 7200 s)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,16 +22,18 @@ work="$root/build/coverage"
 bash tests/guest/build.sh "$work" >/dev/null
 python3 tests/coverage_sites.py "llvm-objdump$LLVM_SUFFIX" build/module-cov/rust/neuron_ds.ko \
     >"$work/cov-sites.tsv"
+cp tests/coverage-unreached.tsv "$work/"
 
 calls="${CALLS:-20000}" seed="${SEED:-7}"
-faults_short="${FAULTS_SHORT-1}"
+faults_short="${FAULTS_SHORT:-}"
 cat >"$work/coverage.sh" <<RUN
 #!/bin/sh
-# Each campaign's processes write the points they reached under /tmp/cov/<campaign>.
+# Each campaign's processes write the points they reached under /tmp/cov/<campaign>, and
+# ds-kcov-remote the points the module's workers reached on their behalf.
 campaign() {
     name="\$1"; shift
     mkdir -p "/tmp/cov/\$name"
-    NEURON_DS_KCOV_DIR="/tmp/cov/\$name" "\$@"
+    NEURON_DS_KCOV_DIR="/tmp/cov/\$name" /work/bin/ds-kcov-remote workers "\$@"
     echo "coverage: campaign \$name exited \$?"
 }
 campaign fuzz-random /work/bin/ds-fuzz --calls $calls --seed $seed
@@ -40,7 +44,7 @@ campaign unload /work/bin/ds-unload --cycles ${UNLOAD_CYCLES:-3}
 mkdir -p /tmp/cov/permissions && chmod 1777 /tmp/cov/permissions
 campaign permissions /work/tests/permissions --test-threads=1
 campaign faults /work/bin/ds-faults${faults_short:+ --short}
-/work/bin/ds-coverage /work/cov-sites.tsv fuzz-random=/tmp/cov/fuzz-random \\
+/work/bin/ds-coverage /work/cov-sites.tsv /work/coverage-unreached.tsv fuzz-random=/tmp/cov/fuzz-random \\
     fuzz-guided=/tmp/cov/fuzz-guided stress=/tmp/cov/stress unload=/tmp/cov/unload \\
     permissions=/tmp/cov/permissions faults=/tmp/cov/faults
 RUN

@@ -12,11 +12,14 @@ KUnit test code is a function of a `tests` module (which `#[kunit_tests]` wraps)
 function only such code can reach: the copy of a function the module otherwise inlines, or
 a generic instance only a test uses. A build without KUnit has none of them. Reachability is
 taken from the object: a function is reachable if a non-test function calls or jumps to it,
-or if a data section (a vtable, the module structure, a parameter) refers to it. Functions
+if a writable or special data section (the module structure, a parameter) refers to it, or
+if it is in a read-only object (a vtable, a table of format arguments) that a reachable
+function refers to. A Debug vtable only a KUnit assertion's message uses is test code. Functions
 nothing refers to (public helpers the module does not use, the standalone copy of a function
 inlined wherever it is used) stay counted, in class 2, so that the report can say why they
 are never reached. Prints a summary of the split on stderr.
 """
+import bisect
 import re
 import subprocess
 import sys
@@ -106,8 +109,43 @@ if not points:
     sys.exit(f"coverage_sites.py: no __sanitizer_cov_trace_pc call in {module} "
              "(not built for the cov kernel?)")
 
-# Functions data refers to: entry points the kernel calls through a table.
+# Read-only data is reached only through the code that refers to it: a vtable (or a table of
+# format arguments) in .rodata makes its functions reachable only if reachable code uses it.
+# An object of .rodata starts where code (or other data) points; the function pointers at most
+# OBJECT_SPAN bytes after such a start belong to it.
+ROTABLE = ".rodata"
+OBJECT_SPAN = 256
+
+
+def data_offset(reference, kind):
+    """The .rodata offset a relocation refers to, or None."""
+    local = re.match(r"^\.rodata([+-]0x[0-9a-f]+)?$", reference.strip())
+    if not local:
+        return None
+    offset = int(local.group(1) or "0", 16)
+    return offset + 4 if kind in ("PLT32", "PC32") else offset
+
+
+# Code's references to .rodata objects.
+objects_used_by = {}           # .rodata offset -> functions that refer to it
+function = None
+for line in listing:
+    label = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+    if label:
+        function = label.group(1)
+        continue
+    reloc = re.match(r"^\s+([0-9a-f]+):\s+R_X86_64_(\w+)\s+(.*)$", line)
+    if reloc and function:
+        offset = data_offset(reloc.group(3), reloc.group(2))
+        if offset is not None:
+            objects_used_by.setdefault(offset, set()).add(function)
+
+# Functions data refers to: entry points the kernel calls through a table, and the functions
+# in .rodata objects.
 roots = set()
+root_objects = set()
+rodata_functions = []          # (offset in .rodata, function it points to)
+rodata_objects = []            # (offset in .rodata, .rodata object it points to)
 data_section = None
 for line in run("-r", "-C").splitlines():
     header = re.match(r"^RELOCATION RECORDS FOR \[(.*)\]:$", line)
@@ -118,9 +156,48 @@ for line in run("-r", "-C").splitlines():
         continue
     fields = line.split(None, 2)
     if len(fields) == 3 and fields[1].startswith("R_X86_64_"):
-        referred = target(fields[2], fields[1][len("R_X86_64_"):])
-        if referred in calls:
+        kind = fields[1][len("R_X86_64_"):]
+        referred = target(fields[2], kind)
+        object_offset = data_offset(fields[2], kind)
+        if data_section == ROTABLE:
+            if referred in calls:
+                rodata_functions.append((int(fields[0], 16), referred))
+            elif object_offset is not None:
+                rodata_objects.append((int(fields[0], 16), object_offset))
+        elif referred in calls:
             roots.add(referred)
+        elif object_offset is not None:
+            root_objects.add(object_offset)
+
+def object_node(start):
+    """The name of the .rodata object starting at `start` in the reachability graph."""
+    return f"<.rodata+{start:#x}>"
+
+
+object_starts = sorted(set(objects_used_by) | root_objects | {o for _, o in rodata_objects})
+
+
+def containing_object(offset):
+    """The object an entry at `offset` belongs to: the last start at or before it."""
+    index = bisect.bisect_right(object_starts, offset) - 1
+    start = object_starts[index] if index >= 0 else None
+    return start if start is not None and offset - start < OBJECT_SPAN else None
+
+
+for start in object_starts:
+    calls[object_node(start)] = set()
+for offset, f in rodata_functions:
+    start = containing_object(offset)
+    if start is not None:
+        calls[object_node(start)].add(f)
+for offset, referred in rodata_objects:
+    start = containing_object(offset)
+    if start is not None:
+        calls[object_node(start)].add(object_node(referred))
+roots.update(object_node(start) for start in root_objects)
+for start, users in objects_used_by.items():
+    for user in users:
+        calls[user].add(object_node(start))
 
 reachable = set()
 todo = [f for f in roots if not is_test(f)]

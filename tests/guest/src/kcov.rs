@@ -22,6 +22,10 @@ pub const DIR_VAR: &str = "NEURON_DS_KCOV_DIR";
 const KCOV_INIT_TRACE: u32 = 0x8008_6301;
 /// `KCOV_ENABLE`: `_IO('c', 100)`.
 const KCOV_ENABLE: u32 = 0x6364;
+/// `KCOV_REMOTE_ENABLE`: `_IOW('c', 102, struct kcov_remote_arg)`, 24 bytes without handles.
+const KCOV_REMOTE_ENABLE: u32 = 0x4018_6366;
+/// Words each worker run may trace before its points are appended to the buffer.
+const REMOTE_WORDS: u32 = 1 << 16;
 /// `KCOV_TRACE_PC`: collect program counters (not comparison operands).
 const KCOV_TRACE_PC: usize = 0;
 /// Words in the buffer: one call of a module entry point reaches a few hundred points, and
@@ -70,10 +74,34 @@ impl Sections {
     }
 }
 
-/// The coverage of the calling thread.
+/// What a [`Collector`] traces.
+#[derive(Clone, Copy)]
+enum Enable {
+    /// The calling thread.
+    Thread,
+    /// The work kernel threads do under this common handle.
+    Remote(u32),
+}
+
+/// `struct kcov_remote_arg` without handles: only the common handle is used.
+#[repr(C)]
+struct RemoteArg {
+    trace_mode: u32,
+    area_size: u32,
+    num_handles: u32,
+    common_handle: u64,
+}
+const _: () = assert!(core::mem::size_of::<RemoteArg>() == 24);
+
+/// The coverage of the calling thread, or of the kernel work done on its tasks' behalf.
 pub struct Collector {
     fd: i32,
     area: NonNull<AtomicU64>,
+    /// Remote coverage: the kernel appends a worker's points when its run ends, so the buffer
+    /// is read from where the last drain stopped instead of being emptied under it.
+    remote: bool,
+    /// Entries of a remote buffer already read.
+    read: usize,
     pcs: HashSet<u64>,
     sections: Sections,
     dir: String,
@@ -96,6 +124,18 @@ impl Collector {
 
     /// Starts collecting for the calling thread into directory `dir`.
     pub fn start(dir: &str, tag: &str) -> io::Result<Self> {
+        Self::open(dir, tag, Enable::Thread)
+    }
+
+    /// Starts collecting what kernel workers run on behalf of the calling thread and of every
+    /// task it creates from now on (they inherit `handle`, a nonzero 32-bit number unique to
+    /// this session), into directory `dir`. The module's workers report to the handle of the
+    /// last task that released a slab; the points arrive when a worker's run ends.
+    pub fn start_remote(dir: &str, tag: &str, handle: u32) -> io::Result<Self> {
+        Self::open(dir, tag, Enable::Remote(handle))
+    }
+
+    fn open(dir: &str, tag: &str, enable: Enable) -> io::Result<Self> {
         let os_error = || io::Error::last_os_error();
         // SAFETY: opening, sizing and mapping the calling thread's own KCOV buffer; the
         // mapping is owned by the returned value and unmapped in `Drop`.
@@ -125,7 +165,19 @@ impl Collector {
                 libc::close(fd);
                 return Err(e);
             }
-            if libc::ioctl(fd, KCOV_ENABLE as libc::Ioctl, KCOV_TRACE_PC) != 0 {
+            let enabled = match enable {
+                Enable::Thread => libc::ioctl(fd, KCOV_ENABLE as libc::Ioctl, KCOV_TRACE_PC),
+                Enable::Remote(handle) => {
+                    let arg = RemoteArg {
+                        trace_mode: KCOV_TRACE_PC as u32,
+                        area_size: REMOTE_WORDS,
+                        num_handles: 0,
+                        common_handle: u64::from(handle),
+                    };
+                    libc::ioctl(fd, KCOV_REMOTE_ENABLE as libc::Ioctl, &arg)
+                }
+            };
+            if enabled != 0 {
                 let e = os_error();
                 libc::munmap(area, WORDS * 8);
                 libc::close(fd);
@@ -136,6 +188,8 @@ impl Collector {
             Ok(Self {
                 fd,
                 area,
+                remote: matches!(enable, Enable::Remote(_)),
+                read: 0,
                 pcs: HashSet::new(),
                 sections: Sections::of("neuron_ds"),
                 dir: dir.to_owned(),
@@ -154,13 +208,21 @@ impl Collector {
     /// Moves the points traced since the last drain into the set, and empties the buffer;
     /// returns how many of them were new.
     pub fn drain(&mut self) -> usize {
-        let count = (self.word(0).load(Ordering::Relaxed) as usize).min(WORDS - 1);
+        let count = (self.word(0).load(Ordering::Acquire) as usize).min(WORDS - 1);
         let before = self.pcs.len();
-        for index in 1..=count {
+        let first = if self.remote { self.read + 1 } else { 1 };
+        for index in first..=count {
             let pc = self.word(index).load(Ordering::Relaxed);
             self.pcs.insert(pc);
         }
-        self.word(0).store(0, Ordering::Relaxed);
+        // A remote buffer is emptied only once half full: a worker appending at that moment
+        // may lose its points, and a run that reaches nothing new is the common case.
+        if !self.remote || count > WORDS / 2 {
+            self.word(0).store(0, Ordering::Relaxed);
+            self.read = 0;
+        } else {
+            self.read = count;
+        }
         self.pcs.len() - before
     }
 

@@ -1,4 +1,5 @@
-//! Adds up the coverage files of the campaigns: `ds-coverage SITES NAME=DIR [NAME=DIR...]`.
+//! Adds up the coverage files of the campaigns:
+//! `ds-coverage SITES REASONS NAME=DIR [NAME=DIR...]`.
 //!
 //! SITES lists the module's instrumentation points, one per line: section, offset of the
 //! point (the return address of its `__sanitizer_cov_trace_pc` call) in hex, its class (0:
@@ -6,7 +7,12 @@
 //! to) and the function, demangled (`tests/coverage_sites.py` makes it from the .ko). Each DIR holds the `.cov` files the processes
 //! of one campaign wrote (`kcov::Collector`). Prints, per campaign and for all of them
 //! together, the points reached out of the module's non-KUnit points, then every function no
-//! campaign reached, and ends with `coverage: N of M module PCs (P%)`.
+//! campaign reached, each with the reason REASONS gives for it, and ends with
+//! `coverage: N of M module PCs (P%)`.
+//!
+//! REASONS says why functions cannot be reached, one per line: a part of the demangled name,
+//! a tab, the reason (`#` starts a comment). The first line whose part the name contains
+//! gives its reason; "nothing in the module refers to it" needs no line.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashSet},
@@ -150,6 +156,35 @@ fn read_campaign(dir: &str, sites: &Sites) -> Reached {
     }
 }
 
+/// Why functions are never reached: (part of the name, reason), first match wins.
+fn read_reasons(path: &str) -> Vec<(String, String)> {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (part, reason) = l
+                .split_once('\t')
+                .unwrap_or_else(|| panic!("{path}: no tab in {l:?}"));
+            (part.to_owned(), reason.trim().to_owned())
+        })
+        .collect()
+}
+
+/// The reason a never-reached function has, if any.
+fn reason_for<'a>(
+    function: &str,
+    sites: &Sites,
+    reasons: &'a [(String, String)],
+) -> Option<&'a str> {
+    if sites.unreferenced.contains(function) {
+        return Some("nothing in the module refers to it");
+    }
+    reasons
+        .iter()
+        .find(|(part, _)| function.contains(part.as_str()))
+        .map(|(_, reason)| reason.as_str())
+}
+
 fn percent(part: usize, whole: usize) -> f64 {
     if whole == 0 {
         0.0
@@ -176,11 +211,12 @@ fn line(name: &str, reached: &Reached, total: usize) {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some((sites_path, rest)) = args.split_first() else {
-        eprintln!("usage: ds-coverage SITES NAME=DIR...");
+    let [sites_path, reasons_path, rest @ ..] = &args[..] else {
+        eprintln!("usage: ds-coverage SITES REASONS NAME=DIR...");
         exit(2);
     };
     let sites = read_sites(sites_path);
+    let reasons = read_reasons(reasons_path);
     let total = sites.counted.len();
     let parse = |arg: &String| {
         let (name, dir) = arg.split_once('=').expect("NAME=DIR");
@@ -214,14 +250,15 @@ fn main() {
         functions.len(),
         never.iter().map(|(_, (_, n))| n).sum::<usize>()
     );
+    let mut unexplained = 0;
     for (function, (_, points)) in &never {
-        let note = if sites.unreferenced.contains(**function) {
-            "  (nothing in the module refers to it)"
-        } else {
-            ""
-        };
-        println!("{points:>5}  {function}{note}");
+        let reason = reason_for(function, &sites, &reasons).unwrap_or_else(|| {
+            unexplained += 1;
+            "NO REASON RECORDED"
+        });
+        println!("{points:>5}  {function}\n         {reason}");
     }
+    println!("{unexplained} functions never reached have no recorded reason");
     let partial: Vec<_> = functions
         .iter()
         .filter(|(_, (hit, all))| *hit > 0 && hit < all)
@@ -240,6 +277,29 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_never_reached_function_gets_the_first_reason_whose_part_its_name_contains() {
+        let mut sites = Sites {
+            counted: BTreeMap::new(),
+            unreferenced: BTreeSet::new(),
+            kunit: BTreeSet::new(),
+        };
+        sites.unreferenced.insert("abi::c_text".to_owned());
+        let reasons = vec![
+            ("init".to_owned(), "an unwinding branch".to_owned()),
+            ("::".to_owned(), "anything else".to_owned()),
+        ];
+        assert_eq!(
+            reason_for("neuron_ds::init", &sites, &reasons),
+            Some("an unwinding branch")
+        );
+        assert_eq!(
+            reason_for("abi::c_text", &sites, &reasons),
+            Some("nothing in the module refers to it")
+        );
+        assert_eq!(reason_for("plain", &sites, &reasons), None);
+    }
 
     #[test]
     fn addresses_of_a_failed_load_are_placed_where_two_or_more_land_on_points() {
