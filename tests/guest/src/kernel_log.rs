@@ -6,7 +6,7 @@
 //! `qemu/boot.sh` skips the same lines when it scans the console.
 
 use std::{
-    fs::{self, File, OpenOptions},
+    fs::{File, OpenOptions},
     io::{self, Read},
     os::{fd::AsRawFd, unix::fs::OpenOptionsExt},
 };
@@ -215,23 +215,6 @@ impl KernelLog {
         }
         true
     }
-}
-
-/// `MemAvailable` in bytes, after dropping clean caches so that the figure moves only with
-/// memory that is really held.
-pub fn mem_available() -> i64 {
-    let _ = fs::write("/proc/sys/vm/drop_caches", "3\n");
-    let meminfo = fs::read_to_string("/proc/meminfo").expect("/proc/meminfo");
-    let line = meminfo
-        .lines()
-        .find(|l| l.starts_with("MemAvailable:"))
-        .expect("MemAvailable");
-    let kib: i64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .expect("MemAvailable value");
-    kib * 1024
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod identity;
 pub mod kcov;
 pub mod kernel_log;
 pub mod kmemleak;
+pub mod memory;
 pub mod module_control;
 pub mod rng;
 pub mod stress;

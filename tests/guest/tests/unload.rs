@@ -3,31 +3,16 @@
 //! order) and leaves the module loaded with its original parameters.
 
 use neuron_ds_guest_tests::{
-    acquire, nc_offset, open_device, Mapping, Producer, DEVICE, SLAB_SIZE,
+    acquire, memory::MemoryReading, nc_offset, open_device, Mapping, Producer, DEVICE, SLAB_SIZE,
 };
 use std::{fs, process::Command};
 
 const CYCLES: usize = 100;
-/// Loss of available memory over all cycles that still counts as noise. `MemAvailable`
-/// moves by tens of MiB either way here (the debug kernel's KASAN quarantine alone holds up to
-/// 1/32 of RAM of freed objects), so this catches what matters most: leaking slab memory,
-/// 4 MiB per device per load, even one 256 KiB slab every fourth cycle. Leaks of small
-/// objects are below this noise.
+/// Loss of available memory over all cycles that still counts as noise (measured with the
+/// caches dropped and the slab caches, KASAN's quarantine with them, shrunk): this catches
+/// what matters most, leaking slab memory, 4 MiB per device per load, even one 256 KiB slab
+/// every fourth cycle. Leaks of small objects are below this noise; kmemleak looks for those.
 const NOISE_BYTES: i64 = 16 << 20;
-
-fn mem_available() -> i64 {
-    let meminfo = fs::read_to_string("/proc/meminfo").unwrap();
-    let line = meminfo
-        .lines()
-        .find(|l| l.starts_with("MemAvailable:"))
-        .unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<i64>()
-        .unwrap()
-        * 1024
-}
 
 fn run(program: &str, args: &[&str]) {
     let status = Command::new(program).args(args).status().unwrap();
@@ -124,12 +109,12 @@ fn load_and_unload_a_hundred_times_without_growth() {
         reload(&params);
     }
     run("sync", &[]);
-    let before = mem_available();
+    let before = MemoryReading::now().available;
     for _ in 0..CYCLES {
         reload(&params);
     }
     run("sync", &[]);
-    let after = mem_available();
+    let after = MemoryReading::now().available;
     println!(
         "MemAvailable before {before} B, after {CYCLES} reloads {after} B, delta {} B",
         after - before
