@@ -13,7 +13,8 @@
 //!   munmap of one half, and touching a mapping through read(2)/write(2);
 //! * fork after mmap (the child ACQUIREs through the inherited descriptors, maps, touches
 //!   what it inherited, and exits), open/dup/close, a close in another thread racing an
-//!   ioctl on the same descriptor, reads of the slot table.
+//!   ioctl on the same descriptor, reads of the slot table, reads and resets of the sysfs
+//!   counters, reads of `core_count`.
 //!
 //! With `--guided` (and KCOV, the `cov` kernel), the steps are grouped into programs that run
 //! from a fresh state (every mapping and descriptor dropped), and the fuzzer keeps a corpus of
@@ -27,14 +28,15 @@
 //! every 1000 calls; any complaint or broken promise prints the seed and exits 1. At the end,
 //! once every helper is gone, no slot may be owned.
 
+use nds_abi::sysfs::SYSFS_COUNTERS;
 use neuron_ds_guest_tests::{
     acquire, corpus::Corpus, device_path, kcov::Collector, kernel_log::KernelLog, offset_device,
-    offset_is_owner, offset_slot, open_device, release, rng::Rng, slab_offset, slots_on, DsInfo,
-    ACQUIRE, RELEASE, SLAB_SIZE, SLOTS,
+    offset_is_owner, offset_slot, open_device, release, rng::Rng, slab_offset, slots_on,
+    sysfs_core_count, sysfs_device, DsInfo, ACQUIRE, RELEASE, SLAB_SIZE, SLOTS,
 };
 use std::{
     collections::{BTreeMap, BTreeSet, HashSet},
-    fmt, io,
+    fmt, fs, io,
     process::exit,
     ptr,
 };
@@ -76,6 +78,7 @@ enum Class {
     CloseInOtherThread,
     OpenDupClose,
     SlotTableRead,
+    SysfsCounter,
 }
 
 impl fmt::Display for Class {
@@ -893,12 +896,56 @@ impl Fuzzer {
             85..=86 => self.fork_after_mmap(),
             87..=88 => self.close_in_other_thread(),
             89..=97 => self.open_dup_close(),
-            _ => {
+            98 => {
                 self.count(Class::SlotTableRead);
                 let _ = slots_on(self.rng.index(DEVICES));
                 self.calls += 1;
             }
+            _ => self.sysfs_counter(),
         }
+    }
+
+    /// Reads the device's `core_count` (one time in eight), or a sysfs counter's `total` or
+    /// `present` while slabs may be live, or (one time in eight) writes it, which resets it.
+    fn sysfs_counter(&mut self) {
+        self.count(Class::SysfsCounter);
+        let device = self.rng.index(DEVICES);
+        let cores = sysfs_core_count(device);
+        if self.rng.below(8) == 0 {
+            let path = format!("{}/core_count", sysfs_device(device));
+            match fs::read_to_string(&path) {
+                Ok(text) if text.trim().parse::<usize>() == Ok(cores) => {}
+                Ok(text) => self.violation(format!(
+                    "{path} holds {text:?}, but the device has {cores} neuron_core directories"
+                )),
+                Err(e) => self.violation(format!("reading {path}: {e}")),
+            }
+            self.calls += 1;
+            return;
+        }
+        let core = self.rng.index(cores.max(1));
+        let counter = self.rng.pick(&SYSFS_COUNTERS);
+        let file = if self.rng.below(2) == 0 {
+            "total"
+        } else {
+            "present"
+        };
+        let path = format!(
+            "{}/neuron_core{core}/stats/{counter}/{file}",
+            sysfs_device(device)
+        );
+        if self.rng.below(8) == 0 {
+            if let Err(e) = fs::write(&path, "0\n") {
+                self.violation(format!("writing {path}: {e}"));
+            }
+        } else {
+            match fs::read_to_string(&path) {
+                Ok(text) if text.trim().parse::<u64>().is_ok() => {}
+                Ok(text) => self.violation(format!("{path} holds {text:?}, not a count")),
+                Err(e) => self.violation(format!("reading {path}: {e}")),
+            }
+        }
+        self.calls += 1;
     }
 
     /// Drops every mapping and descriptor and forgets their grants: a program of the guided
