@@ -13,6 +13,7 @@
 //! found every slot taken; a broken kernel promise ends the process with status 3.
 
 use nds_abi::{
+    counters::NdCounter,
     layout::{nd_counter_offset, NDS_HEADER_START, NDS_PROCESS_INFO_START, SLAB_GENERATION_OFFSET},
     records::{record_hash, ProcessInfoRecord, NDS_HEADER_WORD},
     sysfs::SYSFS_COUNTERS,
@@ -109,10 +110,31 @@ fn publish_record(slab: &Mapping, generation: u64) {
     hash_word.store(record.hash, Ordering::Release);
 }
 
+/// The version counters a runtime writes when it starts.
+const VERSIONS: [NdCounter; 3] = [
+    NdCounter::RuntimeVersion,
+    NdCounter::FrameworkVersion,
+    NdCounter::FalVersion,
+];
+
+/// Writes the runtime, framework and FAL versions, one of a dozen releases each: more than
+/// the module's 8-entry version histories hold, so that its metrics period ranks and evicts.
+fn write_versions(slab: &Mapping, rng: &mut Rng) {
+    for counter in VERSIONS {
+        let release = rng.below(12);
+        // Framework type in bits 48-63, then major, minor and build.
+        let word = (release % 10) << 48 | 2 << 40 | release << 32 | (100 + release);
+        if let Some(offset) = nd_counter_offset(counter.index()) {
+            slab.write_u64(offset, word);
+        }
+    }
+}
+
 /// The words this producer writes must arrive zeroed: a released slab is cleared.
 fn check_zeroed(slab: &Mapping, config: &Config) {
     let mut offsets = vec![NDS_HEADER_START, NDS_PROCESS_INFO_START];
     offsets.extend(nd_counter_offset(OWNER_ND_COUNTER));
+    offsets.extend(VERSIONS.iter().filter_map(|c| nd_counter_offset(c.index())));
     for core in 0..config.cores {
         offsets.extend((0..SYSFS_COUNTERS.len()).map(|node| node_offset(core, node)));
     }
@@ -145,6 +167,7 @@ fn cycle(config: &Config, rng: &mut Rng, chaff: &[usize], enomem: &mut u64, hold
     if let Some(offset) = nd_counter_offset(OWNER_ND_COUNTER) {
         slab.write_u64(offset, u64::from(std::process::id()));
     }
+    write_versions(&slab, rng);
     publish_record(&slab, generation);
     let mut tally = Tally::default();
     for _ in 0..1 + rng.below(8) {
