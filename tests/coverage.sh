@@ -43,10 +43,12 @@ campaign unload /work/bin/ds-unload --cycles ${UNLOAD_CYCLES:-3}
 # The permission matrix: its probes switch to other users, who must be able to write there.
 mkdir -p /tmp/cov/permissions && chmod 1777 /tmp/cov/permissions
 campaign permissions /work/tests/permissions --test-threads=1
+# Loads with every kind of invalid parameter: init's refusals.
+campaign parameters /work/tests/parameters --test-threads=1 invalid_parameters
 campaign faults /work/bin/ds-faults${faults_short:+ --short}
 /work/bin/ds-coverage /work/cov-sites.tsv /work/coverage-unreached.tsv fuzz-random=/tmp/cov/fuzz-random \\
     fuzz-guided=/tmp/cov/fuzz-guided stress=/tmp/cov/stress unload=/tmp/cov/unload \\
-    permissions=/tmp/cov/permissions faults=/tmp/cov/faults
+    permissions=/tmp/cov/permissions parameters=/tmp/cov/parameters faults=/tmp/cov/faults
 RUN
 chmod +x "$work/coverage.sh"
 status=0

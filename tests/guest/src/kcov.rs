@@ -256,6 +256,15 @@ impl Collector {
         }
     }
 
+    /// Writes the points drained so far (draining first) to the file of tag `tag`, which later
+    /// saves use too: a thread that loads the module several times keeps each load's points
+    /// apart (a thread's KCOV stays enabled until it exits, so it cannot start a second
+    /// collector).
+    pub fn save_as(&mut self, tag: &str) {
+        tag.clone_into(&mut self.tag);
+        self.save();
+    }
+
     /// Writes the points drained so far (draining first) to this collector's file.
     pub fn save(&mut self) {
         self.drain();

@@ -382,3 +382,65 @@ fn a_second_instance_with_its_own_class_and_node_name_coexists() {
     assert!(fs::metadata("/sys/class/nds_twin_class").is_err());
     assert!(fs::metadata("/dev/neuron0").is_ok());
 }
+
+/// Loads the harness's module when a test that unloaded it ends, even by a failed assertion.
+struct LoadBack;
+
+impl Drop for LoadBack {
+    fn drop(&mut self) {
+        if fs::metadata("/sys/module/neuron_ds").is_err() {
+            let mut args = vec!["/neuron_ds.ko".to_owned()];
+            args.extend(harness_params());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run("insmod", &args);
+        }
+    }
+}
+
+#[test]
+fn invalid_parameters_are_refused_with_einval_and_leave_nothing_registered() {
+    let _load_back = LoadBack;
+    run("rmmod", &["neuron_ds"]);
+    let too_long = format!("node_name={}", "n".repeat(33));
+    let class_too_long = format!("class_name={}", "c".repeat(33));
+    let refused = [
+        "devices=0",
+        "devices=17",
+        "cores_per_device=0",
+        "cores_per_device=17",
+        "devices=many",
+        "time_in_use_unit_ps=0",
+        "node_name=Neuron",
+        "node_name=neuron/0",
+        "node_name=",
+        too_long.as_str(),
+        "class_name=Neuron_Device",
+        class_too_long.as_str(),
+    ];
+    // With KCOV (make coverage), each refused load's points go to a file of their own: the
+    // module's code was somewhere else each time (see ds-coverage).
+    let mut kcov = kcov::Collector::from_env("parameters");
+    for (attempt, params) in refused.into_iter().enumerate() {
+        let result = module_control::load_module("/neuron_ds.ko", params);
+        if let Some(kcov) = kcov.as_mut() {
+            kcov.save_as(&format!("parameters-{attempt}"));
+        }
+        if result.is_ok() {
+            let _ = module_control::unload_module();
+        }
+        assert_eq!(result, Err(libc::EINVAL), "loading with {params:?}");
+        let left = module_control::leftovers();
+        assert!(left.is_empty(), "{params:?} was refused but left {left:?}");
+    }
+    // A name of exactly 32 characters is accepted.
+    let mut accepted = harness_params();
+    accepted.retain(|p| !p.starts_with("node_name=") && !p.starts_with("class_name="));
+    accepted.extend(["node_name=".to_owned() + &"n".repeat(32)]);
+    let accepted = accepted.join(" ");
+    assert_eq!(
+        module_control::load_module("/neuron_ds.ko", &accepted),
+        Ok(()),
+        "loading with {accepted:?}"
+    );
+    assert_eq!(module_control::unload_module(), Ok(()));
+}
