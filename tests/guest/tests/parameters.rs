@@ -29,9 +29,12 @@ fn harness_params() -> Vec<String> {
         .collect()
 }
 
-/// Reloads the module with the harness's parameters, overridden by `extra`.
+/// Reloads the module with the harness's parameters, overridden by `extra`; loads it if a
+/// test left it unloaded.
 fn reload_with(extra: &[&str]) {
-    run("rmmod", &["neuron_ds"]);
+    if fs::metadata("/sys/module/neuron_ds").is_ok() {
+        run("rmmod", &["neuron_ds"]);
+    }
     let mut params: Vec<String> = harness_params()
         .into_iter()
         .filter(|p| {
@@ -383,23 +386,9 @@ fn a_second_instance_with_its_own_class_and_node_name_coexists() {
     assert!(fs::metadata("/dev/neuron0").is_ok());
 }
 
-/// Loads the harness's module when a test that unloaded it ends, even by a failed assertion.
-struct LoadBack;
-
-impl Drop for LoadBack {
-    fn drop(&mut self) {
-        if fs::metadata("/sys/module/neuron_ds").is_err() {
-            let mut args = vec!["/neuron_ds.ko".to_owned()];
-            args.extend(harness_params());
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            run("insmod", &args);
-        }
-    }
-}
-
 #[test]
 fn invalid_parameters_are_refused_with_einval_and_leave_nothing_registered() {
-    let _load_back = LoadBack;
+    let _restore = Restore;
     run("rmmod", &["neuron_ds"]);
     let too_long = format!("node_name={}", "n".repeat(33));
     let class_too_long = format!("class_name={}", "c".repeat(33));
