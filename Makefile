@@ -11,8 +11,9 @@
 #   make test-debug   the same on the debug kernel (KASAN, lockdep, Rust debug assertions)
 #   make stress       full stress campaign in the guest (CYCLES=, PROCESSES=, VARIANT=debug)
 #   make fuzz-ioctl   full syscall fuzzer in the guest (CALLS=, SEED=, VARIANT=debug)
-#   make faults       fault campaign (every failure point of the module) and unload under
-#                     load, on the debug kernel (FAULTS_SHORT=1: the short form)
+#   make faults       fault campaign (every failure point of the module, kmemleak) and unload
+#                     under load, on the cov kernel (VARIANT=debug: under KASAN and lockdep,
+#                     where loading alone takes hours; FAULTS_SHORT=1: the short form)
 #   make coverage     the campaigns on the cov kernel (KCOV): module PCs reached, per campaign
 #   make demo         the main job: boot the guest, load the module, show it working
 #   make bench        host + guest benchmarks as one table (not part of make test)
@@ -55,13 +56,17 @@ deps:
 kernel: deps
 	bash qemu/kernel.sh $(VARIANT) >/dev/null
 
+# The cov variant instruments the module for KCOV, with line tables (which leave the code as
+# it is) so that tests/coverage_sites.py can name each point's source line.
+COV_FLAGS := KCOV_INSTRUMENT=y KRUSTFLAGS=-Cdebuginfo=line-tables-only
+
 # packaging/kbuild.sh checks that the tree can build a Rust module and picks its toolchain.
 module: $(if $(KDIR_FROM_CACHE),kernel)
 	@kdir="$(if $(KDIR_FROM_CACHE),$$(bash qemu/kernel.sh --dir $(VARIANT)),$(KDIR))"; \
 	mkdir -p "$(MODULE_OUT)"; \
 	source qemu/env.sh; \
 	MAKE="$(MAKE)" bash packaging/kbuild.sh "$$kdir" MO="$(MODULE_OUT)" \
-		$(if $(CLIPPY),CLIPPY=1) $(if $(filter cov,$(VARIANT)),KCOV_INSTRUMENT=y) modules
+		$(if $(CLIPPY),CLIPPY=1) $(if $(filter cov,$(VARIANT)),$(COV_FLAGS)) modules
 
 rustfmt rustfmtcheck: kernel
 	@source qemu/env.sh; \
@@ -80,7 +85,7 @@ fuzz-ioctl:
 	VARIANT=$(VARIANT) bash tests/campaign.sh fuzz
 
 faults:
-	VARIANT=$(if $(filter base,$(VARIANT)),debug,$(VARIANT)) bash tests/campaign.sh faults
+	VARIANT=$(if $(filter base,$(VARIANT)),cov,$(VARIANT)) bash tests/campaign.sh faults
 
 coverage:
 	bash tests/coverage.sh

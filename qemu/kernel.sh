@@ -6,7 +6,8 @@
 #   base   qemu/kernel.config
 #   debug  + qemu/kernel-faults.config + qemu/kernel-debug.config (KASAN, lockdep, kmemleak,
 #          failure injection, delayed kobject release)
-#   cov    + qemu/kernel-faults.config + qemu/kernel-cov.config (KCOV, failure injection)
+#   cov    + qemu/kernel-faults.config + qemu/kernel-cov.config (KCOV, failure injection,
+#          kmemleak)
 #
 # Usage: [KVER=7.2|7.3] qemu/kernel.sh base|debug|cov          build if needed, print the build dir
 #        [KVER=7.2|7.3] qemu/kernel.sh --dir base|debug|cov    print the build dir without building

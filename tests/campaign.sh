@@ -37,8 +37,9 @@ faults)
     ;;
 esac
 
-if [ "$variant" = debug ]; then
-    # The debug kernel has kmemleak: nothing the module allocated may be left unreferenced.
+if [ "$variant" != base ]; then
+    # The debug and cov kernels have kmemleak: nothing the module allocated may be left
+    # unreferenced.
     cmd="$cmd; rc=\$?; /work/bin/ds-kmemleak || rc=1; exit \$rc"
 fi
 

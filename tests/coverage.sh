@@ -5,7 +5,7 @@
 # and combined, out of the module's instrumentation points outside KUnit tests, with the
 # functions never reached and why (tests/coverage-unreached.tsv). The random and the
 # coverage-guided fuzzer run the same number of calls, so their lines compare them. Ends with
-# "coverage: N of M module PCs (P%)".
+# "coverage: N of M module PCs (P%)", after a kmemleak scan of the whole boot.
 #
 # Env: CALLS (each fuzzer, default 20000), SEED, CYCLES and PROCESSES (stress, default 4000
 #      and 64), UNLOAD_CYCLES (default 3), FAULTS_SHORT (1: the fault campaign's short form;
@@ -20,8 +20,8 @@ source qemu/env.sh
 make -s module VARIANT=cov
 work="$root/build/coverage"
 bash tests/guest/build.sh "$work" >/dev/null
-python3 tests/coverage_sites.py "llvm-objdump$LLVM_SUFFIX" build/module-cov/rust/neuron_ds.ko \
-    >"$work/cov-sites.tsv"
+python3 tests/coverage_sites.py "llvm-objdump$LLVM_SUFFIX" "llvm-symbolizer$LLVM_SUFFIX" \
+    build/module-cov/rust/neuron_ds.ko >"$work/cov-sites.tsv"
 cp tests/coverage-unreached.tsv "$work/"
 
 calls="${CALLS:-20000}" seed="${SEED:-7}"
@@ -49,6 +49,10 @@ campaign faults /work/bin/ds-faults${faults_short:+ --short}
 /work/bin/ds-coverage /work/cov-sites.tsv /work/coverage-unreached.tsv fuzz-random=/tmp/cov/fuzz-random \\
     fuzz-guided=/tmp/cov/fuzz-guided stress=/tmp/cov/stress unload=/tmp/cov/unload \\
     permissions=/tmp/cov/permissions parameters=/tmp/cov/parameters faults=/tmp/cov/faults
+rc=\$?
+# Every campaign ran in this one boot: nothing the module allocated may be left unreferenced.
+/work/bin/ds-kmemleak || rc=1
+exit \$rc
 RUN
 chmod +x "$work/coverage.sh"
 status=0

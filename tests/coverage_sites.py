@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """Lists the KCOV instrumentation points of a module built for the cov kernel.
 
-Usage: coverage_sites.py OBJDUMP MODULE.ko > sites.tsv
+Usage: coverage_sites.py OBJDUMP SYMBOLIZER MODULE.ko > sites.tsv
 
 One line per call of __sanitizer_cov_trace_pc: section, offset of the point in hex (the
 call's return address, which is what KCOV records), its class (0: module code; 1: KUnit test
-code, not counted; 2: module code nothing refers to), and the demangled function. Read by
-the guest's ds-coverage.
+code, not counted; 2: module code nothing refers to), whether its block ends in a panic (1:
+an overflow, bounds or assertion check failed; such a point is reached only if the module
+has a bug), its source line and the demangled function. Read by the guest's ds-coverage.
+
+The source line is that of the innermost inlined frame in this repository's sources (the
+module's, nds-abi's), from the module's line tables (``make module VARIANT=cov`` builds with
+``-Cdebuginfo=line-tables-only``, which does not change the code); ``-`` where there is none.
 
 KUnit test code is a function of a `tests` module (which `#[kunit_tests]` wraps), and any
 function only such code can reach: the copy of a function the module otherwise inlines, or
@@ -20,13 +25,15 @@ inlined wherever it is used) stay counted, in class 2, so that the report can sa
 are never reached. Prints a summary of the split on stderr.
 """
 import bisect
+import os
 import re
 import subprocess
 import sys
 
-objdump, module = sys.argv[1:3]
+objdump, symbolizer, module = sys.argv[1:4]
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 CODE = (".text", ".init.text", ".exit.text")
-# Sections that refer to every function without being a way to call it.
+# Sections that refer to every function without being a way to call it (and .debug_*).
 METADATA = (".orc_unwind_ip", ".orc_unwind", ".kunit_test_suites")
 
 
@@ -78,8 +85,12 @@ for line in listing:
 for functions in starts.values():
     functions.sort()
 
+# What a failed check calls: the block of such a call is reached only if the module has a bug.
+PANIC = re.compile(r"^core::panicking::|^core::[\w:]*::\w+_fail(ed)?$|^rust_begin_unwind$")
+
 section = function = None
-points = []                    # (section, offset, function)
+points = []                    # [section, offset, function, ends in a panic]
+block_point = None             # the point of the block being read, until a jump or return
 calls = {}                     # function -> functions it calls, jumps to or takes
 for line in listing:
     if line.startswith("Disassembly of section "):
@@ -89,6 +100,7 @@ for line in listing:
     if label:
         function = label.group(1)
         calls.setdefault(function, set())
+        block_point = None
         continue
     if not (section and function):
         continue
@@ -97,13 +109,21 @@ for line in listing:
         referred = target(reloc.group(3), reloc.group(2))
         if referred == "__sanitizer_cov_trace_pc":
             # The relocation patches the 4-byte operand of the 5-byte call: it ends 4 on.
-            points.append((section, int(reloc.group(1), 16) + 4, function))
+            points.append([section, int(reloc.group(1), 16) + 4, function, False])
+            block_point = points[-1]
         elif referred:
             calls[function].add(referred)
+            if block_point and PANIC.search(referred):
+                block_point[3] = True
         continue
     direct = re.search(r"\s(?:callq?|jmpq?|j\w+)\s+0x[0-9a-f]+ <(.*)>$", line)
     if direct:
         calls[function].add(symbol(direct.group(1)))
+    ends = re.match(r"^\s+[0-9a-f]+:\s+(ud2|j\w+|retq?)\b", line)
+    if ends:
+        if block_point and ends.group(1) == "ud2":
+            block_point[3] = True
+        block_point = None
 
 if not points:
     sys.exit(f"coverage_sites.py: no __sanitizer_cov_trace_pc call in {module} "
@@ -152,7 +172,8 @@ for line in run("-r", "-C").splitlines():
     if header:
         data_section = header.group(1)
         continue
-    if data_section in CODE or data_section in METADATA:
+    if data_section in CODE or data_section in METADATA or \
+            (data_section or "").startswith(".debug"):
         continue
     fields = line.split(None, 2)
     if len(fields) == 3 and fields[1].startswith("R_X86_64_"):
@@ -221,15 +242,36 @@ def test_code(f):
     return is_test(f) or (f in test_reachable and f not in reachable)
 
 
+def source_lines(offsets):
+    """The repository source line of each .text offset (the call before the return address
+    KCOV records), by the symbolizer's inlined frames, innermost first."""
+    query = "".join(f"{offset - 1:#x}\n" for offset in offsets)
+    frames = subprocess.run([symbolizer, f"--obj={module}", "--inlining", "--functions=none"],
+                            input=query, check=True, capture_output=True, text=True).stdout
+    lines = []
+    for answer in frames.strip("\n").split("\n\n") if offsets else []:
+        ours = [f for f in answer.splitlines() if f.startswith(REPO)]
+        lines.append(os.path.normpath(ours[0][len(REPO):].rsplit(":", 1)[0]) if ours else "-")
+    if len(lines) != len(offsets):
+        sys.exit(f"coverage_sites.py: {symbolizer} answered {len(lines)} of {len(offsets)}")
+    return lines
+
+
+# A relocatable object's code sections all start at 0: only .text, where nearly every point
+# is, can be named to the symbolizer.
+text_offsets = [offset for section, offset, _, _ in points if section == ".text"]
+text_lines = dict(zip(text_offsets, source_lines(text_offsets)))
+
 split = {"kunit": 0, "test-only": 0, "counted": 0, "unreferenced": 0}
-for section, offset, f in points:
+for section, offset, f, panics in points:
     if test_code(f):
         kind = 1
         split["kunit" if is_test(f) else "test-only"] += 1
     else:
         kind = 0 if f in reachable else 2
         split["counted" if kind == 0 else "unreferenced"] += 1
-    print(f"{section}\t{offset:x}\t{kind}\t{f}")
+    source = text_lines.get(offset, "-") if section == ".text" else "-"
+    print(f"{section}\t{offset:x}\t{kind}\t{int(panics)}\t{source}\t{f}")
 print(f"coverage_sites.py: {len(points)} points: {split['counted']} in module code, "
       f"{split['unreferenced']} in module code nothing refers to, {split['kunit']} in KUnit "
       f"tests, {split['test-only']} in functions only the tests reach", file=sys.stderr)

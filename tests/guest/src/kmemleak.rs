@@ -1,4 +1,4 @@
-//! kmemleak (the debug kernel): scanning for unreferenced objects and telling the module's
+//! kmemleak (the debug and cov kernels): scanning for unreferenced objects and telling the module's
 //! from the rest of the kernel's.
 
 use crate::fault_injection::MODULE_AREA;

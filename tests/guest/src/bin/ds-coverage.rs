@@ -4,10 +4,13 @@
 //! SITES lists the module's instrumentation points, one per line: section, offset of the
 //! point (the return address of its `__sanitizer_cov_trace_pc` call) in hex, its class (0:
 //! module code; 1: KUnit test code, not counted; 2: module code nothing in the module refers
-//! to) and the function, demangled (`tests/coverage_sites.py` makes it from the .ko). Each DIR holds the `.cov` files the processes
-//! of one campaign wrote (`kcov::Collector`). Prints, per campaign and for all of them
-//! together, the points reached out of the module's non-KUnit points, then every function no
-//! campaign reached, each with the reason REASONS gives for it, and ends with
+//! to), whether its block ends in a panic (1), its source line (`-`: none) and the function,
+//! demangled (`tests/coverage_sites.py` makes it from the .ko). Each DIR holds the `.cov`
+//! files the processes of one campaign wrote (`kcov::Collector`). Prints, per campaign and
+//! for all of them together, the points reached out of the module's non-KUnit points, then
+//! every function no campaign reached, each with the reason REASONS gives for it, then the
+//! functions reached in part with the source lines of the points not reached (those of a
+//! failed check, which only a bug reaches, counted apart), and ends with
 //! `coverage: N of M module PCs (P%)`.
 //!
 //! REASONS says why functions cannot be reached, one per line: a part of the demangled name,
@@ -23,9 +26,18 @@ use std::{
 /// An instrumentation point: section and offset.
 type Site = (String, u64);
 
+/// What SITES says of a point outside KUnit tests.
+struct Point {
+    function: String,
+    /// Its source line in this repository, if it has one.
+    source: Option<String>,
+    /// Its block ends in a panic: an overflow, bounds or assertion check failed.
+    panics: bool,
+}
+
 struct Sites {
-    /// Non-KUnit points and their function.
-    counted: BTreeMap<Site, String>,
+    /// Non-KUnit points.
+    counted: BTreeMap<Site, Point>,
     /// Functions nothing in the module refers to.
     unreferenced: BTreeSet<String>,
     /// Points in KUnit test functions.
@@ -40,8 +52,8 @@ fn read_sites(path: &str) -> Sites {
         kunit: BTreeSet::new(),
     };
     for line in text.lines() {
-        let fields: Vec<&str> = line.splitn(4, '\t').collect();
-        let [section, offset, kunit, function] = fields[..] else {
+        let fields: Vec<&str> = line.splitn(6, '\t').collect();
+        let [section, offset, kunit, panics, source, function] = fields[..] else {
             panic!("{path}: bad line {line:?}");
         };
         let site = (
@@ -56,7 +68,12 @@ fn read_sites(path: &str) -> Sites {
                 if class == "2" {
                     sites.unreferenced.insert(function.to_owned());
                 }
-                sites.counted.insert(site, function.to_owned());
+                let point = Point {
+                    function: function.to_owned(),
+                    source: (source != "-").then(|| source.to_owned()),
+                    panics: panics == "1",
+                };
+                sites.counted.insert(site, point);
             }
         }
     }
@@ -185,6 +202,40 @@ fn reason_for<'a>(
         .map(|(_, reason)| reason.as_str())
 }
 
+/// The points' source lines, by file: `rust/a.rs:10, 12 (2); rust/b.rs:7`, with `-` for the
+/// points that have none.
+fn source_lines(points: &[&Point]) -> String {
+    let mut by_file: BTreeMap<&str, BTreeMap<u32, usize>> = BTreeMap::new();
+    let mut without = 0;
+    for point in points {
+        let parsed = point.source.as_deref().and_then(|s| {
+            let (file, line) = s.rsplit_once(':')?;
+            Some((file, line.parse().ok()?))
+        });
+        match parsed {
+            Some((file, line)) => *by_file.entry(file).or_default().entry(line).or_default() += 1,
+            None => without += 1,
+        }
+    }
+    let mut parts: Vec<String> = by_file
+        .iter()
+        .map(|(file, lines)| {
+            let lines: Vec<String> = lines
+                .iter()
+                .map(|(line, n)| match n {
+                    1 => line.to_string(),
+                    n => format!("{line} ({n})"),
+                })
+                .collect();
+            format!("{file}:{}", lines.join(", "))
+        })
+        .collect();
+    if without > 0 {
+        parts.push(format!("{without} without a source line (compiler glue)"));
+    }
+    parts.join("; ")
+}
+
 fn percent(part: usize, whole: usize) -> f64 {
     if whole == 0 {
         0.0
@@ -238,8 +289,8 @@ fn main() {
     line("combined", &combined, total);
     // Functions by points reached / points.
     let mut functions: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for (site, function) in &sites.counted {
-        let entry = functions.entry(function).or_default();
+    for (site, point) in &sites.counted {
+        let entry = functions.entry(&point.function).or_default();
         entry.1 += 1;
         entry.0 += usize::from(combined.counted.contains(site));
     }
@@ -263,10 +314,36 @@ fn main() {
         .iter()
         .filter(|(_, (hit, all))| *hit > 0 && hit < all)
         .collect();
-    println!("\n== functions reached in part (points reached / points)");
+    println!(
+        "\n== functions reached in part (points reached / points), with the source lines of \
+         the points not reached"
+    );
+    let mut missed_panics = 0;
+    let mut missed_lines = 0;
     for (function, (hit, all)) in partial {
         println!("{hit:>5} / {all:<5} {function}");
+        let missed = sites
+            .counted
+            .iter()
+            .filter(|(site, point)| {
+                point.function == **function && !combined.counted.contains(*site)
+            })
+            .map(|(_, point)| point);
+        let (panics, others): (Vec<&Point>, Vec<&Point>) = missed.partition(|p| p.panics);
+        missed_panics += panics.len();
+        missed_lines += others.len();
+        if !panics.is_empty() {
+            println!("              {} of a failed check (panic)", panics.len());
+        }
+        if !others.is_empty() {
+            println!("              {}", source_lines(&others));
+        }
     }
+    println!(
+        "{} points not reached in these functions: {missed_panics} of a failed check, \
+         {missed_lines} by source line above",
+        missed_panics + missed_lines
+    );
     println!(
         "\ncoverage: {} of {total} module PCs ({:.1}%)",
         combined.counted.len(),
@@ -277,6 +354,30 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn point(function: &str, source: Option<&str>, panics: bool) -> Point {
+        Point {
+            function: function.to_owned(),
+            source: source.map(str::to_owned),
+            panics,
+        }
+    }
+
+    #[test]
+    fn source_lines_are_grouped_by_file_with_repeats_counted() {
+        let points = [
+            point("f", Some("rust/b.rs:7"), false),
+            point("f", Some("rust/a.rs:12"), false),
+            point("f", None, false),
+            point("f", Some("rust/a.rs:10"), false),
+            point("f", Some("rust/a.rs:12"), false),
+        ];
+        let refs: Vec<&Point> = points.iter().collect();
+        assert_eq!(
+            source_lines(&refs),
+            "rust/a.rs:10, 12 (2); rust/b.rs:7; 1 without a source line (compiler glue)"
+        );
+    }
 
     #[test]
     fn a_never_reached_function_gets_the_first_reason_whose_part_its_name_contains() {
@@ -309,11 +410,13 @@ mod tests {
             kunit: BTreeSet::new(),
         };
         for offset in [0x10, 0x20, 0x30] {
-            sites.counted.insert((".text".into(), offset), "f".into());
+            sites
+                .counted
+                .insert((".text".into(), offset), point("f", None, false));
         }
         sites
             .counted
-            .insert((".init.text".into(), 0x5), "init".into());
+            .insert((".init.text".into(), 0x5), point("init", None, false));
         let (placed, left) = place(&[0x1010, 0x9005, 0x1030, 0x7777], &sites);
         assert_eq!(
             placed,
