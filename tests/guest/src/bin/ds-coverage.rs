@@ -202,8 +202,8 @@ fn reason_for<'a>(
         .map(|(_, reason)| reason.as_str())
 }
 
-/// The points' source lines, by file: `rust/a.rs:10, 12 (2); rust/b.rs:7`, with `-` for the
-/// points that have none.
+/// The points' source lines, by file: `rust/a.rs:10, 12 (2); rust/b.rs:7`, then how many
+/// have none.
 fn source_lines(points: &[&Point]) -> String {
     let mut by_file: BTreeMap<&str, BTreeMap<u32, usize>> = BTreeMap::new();
     let mut without = 0;
@@ -318,8 +318,7 @@ fn main() {
         "\n== functions reached in part (points reached / points), with the source lines of \
          the points not reached"
     );
-    let mut missed_panics = 0;
-    let mut missed_lines = 0;
+    let (mut missed_panics, mut missed_lines, mut missed_glue) = (0, 0, 0);
     for (function, (hit, all)) in partial {
         println!("{hit:>5} / {all:<5} {function}");
         let missed = sites
@@ -331,7 +330,9 @@ fn main() {
             .map(|(_, point)| point);
         let (panics, others): (Vec<&Point>, Vec<&Point>) = missed.partition(|p| p.panics);
         missed_panics += panics.len();
-        missed_lines += others.len();
+        let with_line = others.iter().filter(|p| p.source.is_some()).count();
+        missed_lines += with_line;
+        missed_glue += others.len() - with_line;
         if !panics.is_empty() {
             println!("              {} of a failed check (panic)", panics.len());
         }
@@ -341,8 +342,8 @@ fn main() {
     }
     println!(
         "{} points not reached in these functions: {missed_panics} of a failed check, \
-         {missed_lines} by source line above",
-        missed_panics + missed_lines
+         {missed_glue} without a source line, {missed_lines} by source line above",
+        missed_panics + missed_glue + missed_lines
     );
     println!(
         "\ncoverage: {} of {total} module PCs ({:.1}%)",
