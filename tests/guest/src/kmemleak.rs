@@ -1,5 +1,5 @@
-//! kmemleak (the debug and cov kernels): scanning for unreferenced objects and telling the module's
-//! from the rest of the kernel's.
+//! kmemleak (the debug and cov kernels): scanning for unreferenced objects and telling the
+//! module's from the rest of the kernel's.
 
 use crate::fault_injection::MODULE_AREA;
 use std::{fs, thread, time::Duration};

@@ -29,8 +29,8 @@ type Site = (String, u64);
 /// What SITES says of a point outside KUnit tests.
 struct Point {
     function: String,
-    /// Its source line in this repository, if it has one.
-    source: Option<String>,
+    /// Its source file in this repository and line, if it has one.
+    source: Option<(String, u32)>,
     /// Its block ends in a panic: an overflow, bounds or assertion check failed.
     panics: bool,
 }
@@ -68,9 +68,18 @@ fn read_sites(path: &str) -> Sites {
                 if class == "2" {
                     sites.unreferenced.insert(function.to_owned());
                 }
+                let source = match source {
+                    "-" => None,
+                    _ => Some(
+                        source
+                            .rsplit_once(':')
+                            .and_then(|(file, line)| Some((file.to_owned(), line.parse().ok()?)))
+                            .unwrap_or_else(|| panic!("{path}: bad source line in {line:?}")),
+                    ),
+                };
                 let point = Point {
                     function: function.to_owned(),
-                    source: (source != "-").then(|| source.to_owned()),
+                    source,
                     panics: panics == "1",
                 };
                 sites.counted.insert(site, point);
@@ -208,12 +217,8 @@ fn source_lines(points: &[&Point]) -> String {
     let mut by_file: BTreeMap<&str, BTreeMap<u32, usize>> = BTreeMap::new();
     let mut without = 0;
     for point in points {
-        let parsed = point.source.as_deref().and_then(|s| {
-            let (file, line) = s.rsplit_once(':')?;
-            Some((file, line.parse().ok()?))
-        });
-        match parsed {
-            Some((file, line)) => *by_file.entry(file).or_default().entry(line).or_default() += 1,
+        match &point.source {
+            Some((file, line)) => *by_file.entry(file).or_default().entry(*line).or_default() += 1,
             None => without += 1,
         }
     }
@@ -287,22 +292,29 @@ fn main() {
         combined.counted.extend(reached.counted.iter().cloned());
     }
     line("combined", &combined, total);
-    // Functions by points reached / points.
-    let mut functions: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    // Functions by points reached / points, with the points not reached.
+    let mut functions: BTreeMap<&str, (usize, usize, Vec<&Point>)> = BTreeMap::new();
     for (site, point) in &sites.counted {
         let entry = functions.entry(&point.function).or_default();
         entry.1 += 1;
-        entry.0 += usize::from(combined.counted.contains(site));
+        if combined.counted.contains(site) {
+            entry.0 += 1;
+        } else {
+            entry.2.push(point);
+        }
     }
-    let never: Vec<_> = functions.iter().filter(|(_, (hit, _))| *hit == 0).collect();
+    let never: Vec<_> = functions
+        .iter()
+        .filter(|(_, (hit, _, _))| *hit == 0)
+        .collect();
     println!(
         "\n== functions never reached ({} of {}, {} points)",
         never.len(),
         functions.len(),
-        never.iter().map(|(_, (_, n))| n).sum::<usize>()
+        never.iter().map(|(_, (_, n, _))| n).sum::<usize>()
     );
     let mut unexplained = 0;
-    for (function, (_, points)) in &never {
+    for (function, (_, points, _)) in &never {
         let reason = reason_for(function, &sites, &reasons).unwrap_or_else(|| {
             unexplained += 1;
             "NO REASON RECORDED"
@@ -312,23 +324,16 @@ fn main() {
     println!("{unexplained} functions never reached have no recorded reason");
     let partial: Vec<_> = functions
         .iter()
-        .filter(|(_, (hit, all))| *hit > 0 && hit < all)
+        .filter(|(_, (hit, all, _))| *hit > 0 && hit < all)
         .collect();
     println!(
         "\n== functions reached in part (points reached / points), with the source lines of \
          the points not reached"
     );
     let (mut missed_panics, mut missed_lines, mut missed_glue) = (0, 0, 0);
-    for (function, (hit, all)) in partial {
+    for (function, (hit, all, missed)) in partial {
         println!("{hit:>5} / {all:<5} {function}");
-        let missed = sites
-            .counted
-            .iter()
-            .filter(|(site, point)| {
-                point.function == **function && !combined.counted.contains(*site)
-            })
-            .map(|(_, point)| point);
-        let (panics, others): (Vec<&Point>, Vec<&Point>) = missed.partition(|p| p.panics);
+        let (panics, others): (Vec<&Point>, Vec<&Point>) = missed.iter().partition(|p| p.panics);
         missed_panics += panics.len();
         let with_line = others.iter().filter(|p| p.source.is_some()).count();
         missed_lines += with_line;
@@ -356,10 +361,10 @@ fn main() {
 mod tests {
     use super::*;
 
-    fn point(function: &str, source: Option<&str>, panics: bool) -> Point {
+    fn point(function: &str, source: Option<(&str, u32)>, panics: bool) -> Point {
         Point {
             function: function.to_owned(),
-            source: source.map(str::to_owned),
+            source: source.map(|(file, line)| (file.to_owned(), line)),
             panics,
         }
     }
@@ -367,11 +372,11 @@ mod tests {
     #[test]
     fn source_lines_are_grouped_by_file_with_repeats_counted() {
         let points = [
-            point("f", Some("rust/b.rs:7"), false),
-            point("f", Some("rust/a.rs:12"), false),
+            point("f", Some(("rust/b.rs", 7)), false),
+            point("f", Some(("rust/a.rs", 12)), false),
             point("f", None, false),
-            point("f", Some("rust/a.rs:10"), false),
-            point("f", Some("rust/a.rs:12"), false),
+            point("f", Some(("rust/a.rs", 10)), false),
+            point("f", Some(("rust/a.rs", 12)), false),
         ];
         let refs: Vec<&Point> = points.iter().collect();
         assert_eq!(

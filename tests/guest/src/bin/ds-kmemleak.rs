@@ -1,5 +1,6 @@
-//! After a campaign on the debug or cov kernel: `ds-kmemleak` scans with kmemleak and prints every
-//! unreferenced object allocated with a module frame on its stack; exits 1 if there is one.
+//! After a campaign on the debug or cov kernel: `ds-kmemleak` scans with kmemleak and prints
+//! every unreferenced object allocated with a module frame on its stack; exits 1 if there is
+//! one.
 //! Ends with `kmemleak: N unreferenced objects, K from neuron_ds`.
 
 use neuron_ds_guest_tests::kmemleak;
