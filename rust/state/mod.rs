@@ -8,6 +8,7 @@ pub(crate) mod metrics;
 pub(crate) mod post_ring;
 pub(crate) mod post_value;
 pub(crate) mod slab_values;
+pub(crate) mod slot_index;
 pub(crate) mod slots;
 pub(crate) mod totals;
 pub(crate) mod version_history;

@@ -14,7 +14,10 @@ use crate::{
     },
     state::{
         slab_values::SlabValues,
-        slots::SLOT_COUNT, //
+        slot_index::{
+            PerSlot,
+            SlotIndex, //
+        },
     },
 };
 use kernel::prelude::*;
@@ -45,9 +48,9 @@ pub(crate) struct DeviceTotals {
     released: KVec<[u64; NODE_COUNT]>,
     /// Per core and counter: what the last release added.
     present: KVec<[u64; NODE_COUNT]>,
-    /// Per slot, core and counter, at `slot * core_count + core`: what the slot's slab held at
-    /// the last reset while it was live.
-    baselines: KVec<[u64; NODE_COUNT]>,
+    /// Per slot, core and counter: what the slot's slab held at the last reset while it was
+    /// live.
+    baselines: KBox<PerSlot<KVec<[u64; NODE_COUNT]>>>,
 }
 
 impl DeviceTotals {
@@ -58,16 +61,8 @@ impl DeviceTotals {
             core_count,
             released: zeroed(core_count)?,
             present: zeroed(core_count)?,
-            baselines: zeroed(SLOT_COUNT.checked_mul(core_count).ok_or(EINVAL)?)?,
+            baselines: KBox::init(PerSlot::try_init(|_| Ok(zeroed(core_count)?)), GFP_KERNEL)?,
         })
-    }
-
-    fn baseline(&self, slot: usize, core: usize) -> Option<&[u64; NODE_COUNT]> {
-        if core >= self.core_count {
-            return None;
-        }
-        self.baselines
-            .get(slot.checked_mul(self.core_count)? + core)
     }
 
     /// Counter `node` (an index into `SYSFS_COUNTERS`) of `core`, with `live` the slots whose
@@ -76,15 +71,15 @@ impl DeviceTotals {
         &self,
         core: usize,
         node: usize,
-        live: impl Iterator<Item = (usize, impl SlabValues)>,
+        live: impl Iterator<Item = (SlotIndex, impl SlabValues)>,
     ) -> Option<Shown> {
         let counter = SYSFS_COUNTERS.get(node)?;
         let released = *self.released.get(core)?.get(node)?;
         let present = *self.present.get(core)?.get(node)?;
         let live = live
             .map(|(slot, slab)| {
-                let baseline = self
-                    .baseline(slot, core)
+                let baseline = self.baselines[slot]
+                    .get(core)
                     .and_then(|b| b.get(node))
                     .copied()
                     .unwrap_or(0);
@@ -99,14 +94,10 @@ impl DeviceTotals {
 
     /// Adds what released slot `slot` counted (`slab`, its final values) to every counter of
     /// every core, less its baselines, which are forgotten.
-    pub(crate) fn add_release(&mut self, slot: usize, slab: &dyn SlabValues) {
+    pub(crate) fn add_release(&mut self, slot: SlotIndex, slab: &dyn SlabValues) {
         for core in 0..self.core_count {
-            let Some(index) = slot.checked_mul(self.core_count).map(|i| i + core) else {
-                continue;
-            };
-            let baseline = self
-                .baselines
-                .get_mut(index)
+            let baseline = self.baselines[slot]
+                .get_mut(core)
                 .map(core::mem::take)
                 .unwrap_or([0; NODE_COUNT]);
             let (Some(released), Some(present)) =
@@ -131,7 +122,7 @@ impl DeviceTotals {
         &mut self,
         core: usize,
         node: usize,
-        live: impl Iterator<Item = (usize, impl SlabValues)>,
+        live: impl Iterator<Item = (SlotIndex, impl SlabValues)>,
     ) -> Result {
         let counter = SYSFS_COUNTERS.get(node).ok_or(EINVAL)?;
         *self
@@ -145,11 +136,10 @@ impl DeviceTotals {
             .and_then(|c| c.get_mut(node))
             .ok_or(EINVAL)? = 0;
         for (slot, slab) in live {
-            let index = slot
-                .checked_mul(self.core_count)
-                .map(|i| i + core)
-                .ok_or(EINVAL)?;
-            if let Some(baseline) = self.baselines.get_mut(index).and_then(|b| b.get_mut(node)) {
+            if let Some(baseline) = self.baselines[slot]
+                .get_mut(core)
+                .and_then(|b| b.get_mut(node))
+            {
                 *baseline = contribution(counter, &slab, core);
             }
         }
@@ -190,15 +180,19 @@ mod tests {
         }
     }
 
-    fn none<'a>() -> impl Iterator<Item = (usize, &'a dyn SlabValues)> {
+    fn none<'a>() -> impl Iterator<Item = (SlotIndex, &'a dyn SlabValues)> {
         core::iter::empty()
+    }
+
+    fn slot(index: usize) -> Result<SlotIndex> {
+        SlotIndex::new(index).ok_or(EINVAL)
     }
 
     #[test]
     fn a_release_adds_every_counter_of_every_core() -> Result {
         let mut totals = DeviceTotals::new(2)?;
-        totals.add_release(0, &Synthetic(0));
-        totals.add_release(1, &Synthetic(0));
+        totals.add_release(slot(0)?, &Synthetic(0));
+        totals.add_release(slot(1)?, &Synthetic(0));
         let success = node(SysfsGroup::Status, "success")?;
         // INFER_COMPLETED is NC counter 1.
         assert_eq!(totals.shown(0, success, none()).ok_or(EINVAL)?.total, 2);
@@ -218,7 +212,7 @@ mod tests {
     #[test]
     fn flop_count_is_twice_the_mac_count() -> Result {
         let mut totals = DeviceTotals::new(1)?;
-        totals.add_release(3, &Synthetic(0));
+        totals.add_release(slot(3)?, &Synthetic(0));
         let flops = node(SysfsGroup::OtherInfo, "flop_count")?;
         // MAC_COUNT is NC counter 29.
         assert_eq!(totals.shown(0, flops, none()).ok_or(EINVAL)?.total, 58);
@@ -229,10 +223,14 @@ mod tests {
     fn total_includes_live_slabs_and_present_is_the_last_release() -> Result {
         let mut totals = DeviceTotals::new(1)?;
         let timeout = node(SysfsGroup::Status, "timeout")?;
-        totals.add_release(0, &Synthetic(100));
+        totals.add_release(slot(0)?, &Synthetic(100));
         let live = Synthetic(10);
         let shown = totals
-            .shown(0, timeout, [(1, &live as &dyn SlabValues)].into_iter())
+            .shown(
+                0,
+                timeout,
+                [(slot(1)?, &live as &dyn SlabValues)].into_iter(),
+            )
             .ok_or(EINVAL)?;
         // NC counter 4 (timeout): 104 released, 14 live.
         assert_eq!(
@@ -249,17 +247,29 @@ mod tests {
     fn a_reset_reads_zero_and_pre_reset_counts_never_come_back() -> Result {
         let mut totals = DeviceTotals::new(1)?;
         let timeout = node(SysfsGroup::Status, "timeout")?;
-        totals.add_release(0, &Synthetic(100));
+        totals.add_release(slot(0)?, &Synthetic(100));
         // Slot 5 is live with 14 timeouts when the counter is reset.
         let before = Synthetic(10);
-        totals.reset(0, timeout, [(5, &before as &dyn SlabValues)].into_iter())?;
-        let shown = totals.shown(0, timeout, [(5, &before as &dyn SlabValues)].into_iter());
+        totals.reset(
+            0,
+            timeout,
+            [(slot(5)?, &before as &dyn SlabValues)].into_iter(),
+        )?;
+        let shown = totals.shown(
+            0,
+            timeout,
+            [(slot(5)?, &before as &dyn SlabValues)].into_iter(),
+        );
         assert_eq!(shown, Some(Shown::default()));
         // It counts 3 more, then is released: only the 3 appear, live and after the release.
         let after = Synthetic(13);
-        let shown = totals.shown(0, timeout, [(5, &after as &dyn SlabValues)].into_iter());
+        let shown = totals.shown(
+            0,
+            timeout,
+            [(slot(5)?, &after as &dyn SlabValues)].into_iter(),
+        );
         assert_eq!(shown.map(|s| s.total), Some(3));
-        totals.add_release(5, &after);
+        totals.add_release(slot(5)?, &after);
         assert_eq!(
             totals.shown(0, timeout, none()),
             Some(Shown {
@@ -269,7 +279,11 @@ mod tests {
         );
         // The next owner of slot 5 starts without a baseline.
         let next = Synthetic(1);
-        let shown = totals.shown(0, timeout, [(5, &next as &dyn SlabValues)].into_iter());
+        let shown = totals.shown(
+            0,
+            timeout,
+            [(slot(5)?, &next as &dyn SlabValues)].into_iter(),
+        );
         assert_eq!(shown.map(|s| s.total), Some(3 + 5));
         Ok(())
     }
@@ -279,7 +293,7 @@ mod tests {
         let mut totals = DeviceTotals::new(1)?;
         let timeout = node(SysfsGroup::Status, "timeout")?;
         let success = node(SysfsGroup::Status, "success")?;
-        totals.add_release(0, &Synthetic(0));
+        totals.add_release(slot(0)?, &Synthetic(0));
         totals.reset(0, timeout, none())?;
         assert_eq!(totals.shown(0, success, none()).map(|s| s.total), Some(1));
         assert_eq!(totals.reset(1, timeout, none()), Err(EINVAL));
@@ -290,8 +304,8 @@ mod tests {
     #[test]
     fn totals_wrap_instead_of_overflowing() -> Result {
         let mut totals = DeviceTotals::new(1)?;
-        totals.add_release(0, &Synthetic(u64::MAX - 1));
-        totals.add_release(1, &Synthetic(1));
+        totals.add_release(slot(0)?, &Synthetic(u64::MAX - 1));
+        totals.add_release(slot(1)?, &Synthetic(1));
         let success = node(SysfsGroup::Status, "success")?;
         // (MAX - 1 + 1) + (1 + 1) wraps to 1.
         assert_eq!(totals.shown(0, success, none()).map(|s| s.total), Some(1));

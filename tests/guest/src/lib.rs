@@ -129,13 +129,24 @@ pub struct Mapping {
 impl Mapping {
     /// `mmap(NULL, len, prot, MAP_SHARED, fd, offset)`.
     pub fn new(file: &File, len: usize, prot: i32, offset: u64) -> io::Result<Self> {
-        // SAFETY: a fresh shared mapping chosen by the kernel; nothing else is at that address.
+        Self::with_flags(file, len, prot, libc::MAP_SHARED, offset)
+    }
+
+    /// `mmap(NULL, len, prot, flags, fd, offset)`.
+    pub fn with_flags(
+        file: &File,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        offset: u64,
+    ) -> io::Result<Self> {
+        // SAFETY: a fresh mapping chosen by the kernel; nothing else is at that address.
         let addr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 prot,
-                libc::MAP_SHARED,
+                flags,
                 file.as_raw_fd(),
                 offset as libc::off_t,
             )
@@ -151,11 +162,16 @@ impl Mapping {
 
     /// A private read-only anonymous page, for handing the kernel unwritable memory.
     pub fn anonymous_read_only() -> Self {
+        Self::anonymous(4096)
+    }
+
+    /// `len` bytes of private read-only anonymous memory.
+    fn anonymous(len: usize) -> Self {
         // SAFETY: a fresh anonymous mapping chosen by the kernel.
         let addr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                4096,
+                len,
                 libc::PROT_READ,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
@@ -165,7 +181,7 @@ impl Mapping {
         assert_ne!(addr, libc::MAP_FAILED);
         Self {
             addr: NonNull::new(addr.cast()).unwrap(),
-            len: 4096,
+            len,
         }
     }
 
@@ -223,6 +239,33 @@ impl Mapping {
             .and_then(|line| line.split_whitespace().nth(1))
             .unwrap_or("")
             .to_owned()
+    }
+
+    /// Moves the mapping to another address with `mremap`.
+    pub fn moved(self) -> io::Result<Self> {
+        // A place of the same size to move to, chosen by the kernel.
+        let target = Self::anonymous(self.len);
+        // SAFETY: both ranges are exactly mappings this process owns; the old one is taken
+        // over by the move (and forgotten below), the target replaced by it.
+        let addr = unsafe {
+            libc::mremap(
+                self.addr().cast(),
+                self.len,
+                self.len,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                target.addr(),
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let len = self.len;
+        std::mem::forget(self);
+        std::mem::forget(target);
+        Ok(Self {
+            addr: NonNull::new(addr.cast()).expect("mremap returned NULL"),
+            len,
+        })
     }
 
     /// `mprotect` of the whole mapping.
@@ -335,6 +378,33 @@ pub fn slots_on(device: usize) -> Vec<SlotRow> {
             }
         })
         .collect()
+}
+
+/// A device node made readable and writable by everyone (mode 0666, as the original driver's
+/// udev rule makes it) until dropped, so that every refusal another uid meets is the module's.
+pub struct WorldWritableNode {
+    path: String,
+    original: u32,
+}
+
+impl WorldWritableNode {
+    /// Opens up `path`.
+    pub fn new(path: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let original = fs::metadata(path).unwrap().permissions().mode();
+        fs::set_permissions(path, fs::Permissions::from_mode(0o666)).unwrap();
+        Self {
+            path: path.into(),
+            original,
+        }
+    }
+}
+
+impl Drop for WorldWritableNode {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = fs::set_permissions(&self.path, fs::Permissions::from_mode(self.original));
+    }
 }
 
 /// Where the helper binaries are in the guest.

@@ -142,30 +142,33 @@ fn a_mapping_is_not_inherited_across_fork() {
 }
 
 #[test]
-fn the_generation_word_changes_when_the_slab_is_released() {
-    let producer = Producer::start(DEVICE, &[]).unwrap();
+fn a_readers_view_ends_with_the_tenure_and_the_generation_moves_on() {
+    let producer = Producer::start(DEVICE, &[(0, 1, 12)]).unwrap();
+    let slot = offset_slot(producer.offset);
     let file = open_device(DEVICE).unwrap();
     let info = acquire(&file, producer.pid).unwrap();
     let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset).unwrap();
     let owned = view.read_u64(GENERATION_OFFSET);
     assert_eq!(owned % 2, 1);
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 12);
     producer.release_and_exit();
-    let freed = view.read_u64(GENERATION_OFFSET);
-    assert_eq!(
-        freed,
-        owned + 1,
-        "released: the generation moved on and is even"
-    );
-    // The next owner of that slab gets yet another generation.
+    // The view ended: the mapping reads zeros (its generation word too, which is not the
+    // generation it attached to), while the slot table shows the release.
+    assert_eq!(view.read_u64(GENERATION_OFFSET), 0);
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 0);
+    assert_eq!(slots()[slot].generation, owned + 1, "released: even");
+    // The next owner of that slab gets yet another generation, which the old view never shows.
     let mut next = Vec::new();
     loop {
-        let p = Producer::start(DEVICE, &[]).unwrap();
+        let p = Producer::start(DEVICE, &[(0, 1, 99)]).unwrap();
         let same = p.offset == info.mmap_offset;
         next.push(p);
         if same || next.len() == SLOTS {
             break;
         }
     }
-    assert_eq!(view.read_u64(GENERATION_OFFSET), owned + 2);
+    assert_eq!(slots()[slot].generation, owned + 2);
+    assert_eq!(view.read_u64(GENERATION_OFFSET), 0);
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 0);
     next.into_iter().for_each(Producer::exit);
 }

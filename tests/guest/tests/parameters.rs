@@ -433,3 +433,15 @@ fn invalid_parameters_are_refused_with_einval_and_leave_nothing_registered() {
     );
     assert_eq!(module_control::unload_module(), Ok(()));
 }
+
+#[test]
+fn a_second_load_is_refused_with_eexist_and_leaves_the_loaded_module_as_it_was() {
+    let producer = Producer::start(DEVICE, &[(0, 1, 2)]).unwrap();
+    // The module is loaded: the loader refuses the same module again before its init runs.
+    assert_eq!(
+        module_control::load_module("/neuron_ds.ko", ""),
+        Err(libc::EEXIST)
+    );
+    assert_eq!(slots()[offset_slot(producer.offset)].pid, producer.pid);
+    producer.exit();
+}

@@ -15,7 +15,9 @@
 //! the sysfs total exactly, that an ACQUIRE/RELEASE and sysfs reads still work, and reads the
 //! kernel log: the failure's report (which allocation or copy, at which call site) and any
 //! complaint. A kmemleak scan at the end attributes unreferenced objects allocated with a
-//! module frame to the point whose process allocated them.
+//! module frame to the point whose process allocated them. While each load runs, another
+//! thread opens the first node in a loop: an open that succeeds during a load that fails is a
+//! failure (the kernel frees the module's code with the file still open).
 //!
 //! Prints one row per point and ends with `faults: N injection points reached, M failed,
 //! K leaks`; exits 1 if M or K is not zero.
@@ -944,10 +946,29 @@ impl Campaign {
                 // A failed load leaves no sections to read: its points are saved as addresses,
                 // which ds-coverage places by matching them with the module's points.
                 let mut kcov = kcov_dir.and_then(|dir| Collector::start(&dir, "faults").ok());
+                // Meanwhile another thread opens the first node as fast as it can: no open may
+                // succeed during a load that fails, since the module's code is freed then.
+                let loading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+                let still_loading = loading.clone();
+                let opener = thread::spawn(move || {
+                    let mut opened = 0u32;
+                    while still_loading.load(std::sync::atomic::Ordering::Relaxed) {
+                        if File::open(device_path(0)).is_ok() {
+                            opened += 1;
+                        }
+                    }
+                    opened
+                });
                 let mut fail_nth = FailNth::open().expect("fail-nth");
                 fail_nth.arm(n);
                 let result = load_module(&ko, &params);
                 report.remaining = fail_nth.disarm();
+                loading.store(false, std::sync::atomic::Ordering::Relaxed);
+                let opened = opener.join().unwrap_or(0);
+                if result.is_err() && opened > 0 {
+                    report.state =
+                        format!("{opened} opens of the node succeeded during a failed load");
+                }
                 match result {
                     Ok(()) => report.ret = 0,
                     Err(e) => (report.ret, report.errno) = (-1, e),
