@@ -5,10 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use nds_abi::sysfs::{CounterSource, SYSFS_COUNTERS};
-use neuron_ds_guest_tests::{helper_path, slots, sysfs_counter, sysfs_device};
+use neuron_ds_guest_tests::{
+    helper_path, slots, sysfs_counter, sysfs_device, WorldWritableNode, DEVICE, SLOTS,
+};
 use serde_json::Value;
 
 /// Cores of device 0 (the module's `cores_per_device`).
@@ -66,9 +69,17 @@ struct Held {
 
 impl Held {
     fn start(tag_prefix: &str, args: &[&str]) -> Self {
+        Self::start_as("root", tag_prefix, args)
+    }
+
+    /// The same, run as `identity` (through `ds-as`).
+    fn start_as(identity: &str, tag_prefix: &str, args: &[&str]) -> Self {
         let report_dir = format!("/tmp/tools-{tag_prefix}");
         let _ = std::fs::remove_dir_all(&report_dir);
-        let mut child = Command::new(helper_path("nds-loadgen"))
+        std::fs::create_dir_all(&report_dir).unwrap();
+        std::fs::set_permissions(&report_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let mut child = Command::new(helper_path("ds-as"))
+            .args([identity, &helper_path("nds-loadgen")])
             .args([
                 "run",
                 "--devices",
@@ -363,4 +374,82 @@ fn top_renders_a_frame_of_the_live_processes() {
         "{screen}"
     );
     held.finish();
+}
+
+#[test]
+fn one_users_monitor_and_top_show_nothing_of_another_users_reuse() {
+    let _node = WorldWritableNode::new(DEVICE);
+    let mine = Held::start_as(
+        "uid:1000",
+        "mine",
+        &["--procs-per-device", "1", "--count", "60"],
+    );
+    let my_report = mine.report("mine-d0-p0");
+    let my_pid = my_report["pid"].as_i64().unwrap();
+    let mut child = Command::new(helper_path("ds-as"))
+        .args(["uid:1000", &helper_path("nds-monitor"), "--period", "100ms"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut monitor = Stream { child, lines };
+    let mut seen = Vec::new();
+    while !seen.iter().any(|d| entry_of(d, my_pid).is_some()) {
+        assert!(seen.len() < 50, "the monitor never saw its user's producer");
+        seen.push(monitor.next());
+    }
+    // The producer goes; another user's producers take every slot, its slab among them.
+    mine.finish();
+    let theirs = Held::start_as(
+        "uid:1001",
+        "theirs",
+        &[
+            "--procs-per-device",
+            &SLOTS.to_string(),
+            "--count",
+            "90",
+            "--seed",
+            "5",
+        ],
+    );
+    assert!(
+        slots().iter().all(|row| row.pid != 0),
+        "every slot is theirs"
+    );
+    for _ in 0..20 {
+        seen.push(monitor.next());
+    }
+    let top = Command::new(helper_path("ds-as"))
+        .args(["uid:1000", &helper_path("nds-top"), "--once"])
+        .output()
+        .unwrap();
+    assert!(
+        top.status.success(),
+        "{}",
+        String::from_utf8_lossy(&top.stderr)
+    );
+    let frame = String::from_utf8_lossy(&top.stdout);
+    assert!(
+        !frame.contains("theirs"),
+        "nds-top showed another user's process:\n{frame}"
+    );
+    assert!(
+        monitor.child.try_wait().unwrap().is_none(),
+        "the monitor ended"
+    );
+    drop(theirs);
+    for document in &seen {
+        let text = document.to_string();
+        assert!(
+            !text.contains("theirs"),
+            "the monitor showed another user's process"
+        );
+        if let Some(entry) = entry_of(document, my_pid) {
+            if entry["error"] == "" {
+                assert_entry_matches(entry, &my_report);
+            } else {
+                assert_eq!(entry["report"], serde_json::json!({}));
+            }
+        }
+    }
 }
