@@ -8,6 +8,8 @@
 //! * [`mapping`]: the mapping authority: what a file may map (`mmap`), and what each page of a
 //!   mapping shows when it is touched (the fault handler).
 //! * [`release`]: the release pipeline, from the owner to the totals, and the zeroing.
+//! * [`events`]: what wakes consumers that wait: a metric post past a reader's position
+//!   (`read`, `poll`), and a change of a sysfs counter (`sysfs_notify`, `info/notify_delay`).
 //!
 //! # Tenures and views
 //!
@@ -28,8 +30,10 @@
 //! [`DeviceState::snapshot`] → [`DeviceState::inner`] → a slab's `kernel_access` spinlock, and
 //! the page-table locks of an insert. The address space's own lock (taken to remove pages) is
 //! only taken with no device lock held. A file's grants lock is never held together with
-//! [`DeviceState::inner`].
+//! [`DeviceState::inner`], nor is [`DeviceState::notifiers`] (sysfs takes its own locks to
+//! notify, which a sysfs `show` waiting for `inner` may be holding).
 
+mod events;
 mod mapping;
 mod ownership;
 mod release;
@@ -43,11 +47,18 @@ pub(crate) use ownership::Acquired;
 use crate::{
     abi::layout::SLAB_GENERATION_OFFSET,
     shim::{
-        kcov::CoverageHandle, shared_mapping::SharedMapping, shared_pages::SharedPages,
-        sysfs::SysfsText, thread_group::ThreadGroup,
+        kcov::CoverageHandle,
+        shared_mapping::SharedMapping,
+        shared_pages::SharedPages,
+        sysfs::{
+            SysfsNotifier,
+            SysfsText, //
+        },
+        thread_group::ThreadGroup, //
     },
     state::{
         metrics::MetricsState,
+        notify::NotifyPolicy,
         slab_values::{
             LiveSlab,
             SlabSnapshot, //
@@ -66,10 +77,20 @@ use crate::{
 use core::fmt::Write;
 use kernel::{
     mm::Mm,
-    new_condvar, new_mutex,
+    new_condvar, new_mutex, new_poll_condvar,
     page::PAGE_SIZE,
     prelude::*,
-    sync::{aref::ARef, Arc, CondVar, Mutex},
+    sync::{
+        aref::ARef,
+        poll::PollCondVar,
+        Arc,
+        CondVar,
+        Mutex, //
+    },
+    time::{
+        Instant,
+        Monotonic, //
+    },
     workqueue::{
         impl_has_delayed_work,
         new_delayed_work,
@@ -105,6 +126,8 @@ pub(crate) struct DeviceConfig {
     pub(crate) time_unit_ps: u32,
     /// Refuse readers' writable `mmap` requests instead of making such mappings read-only.
     pub(crate) strict_reader_mappings: bool,
+    /// Answer `METRICS_CTRL` with an unknown mode with 0 (the original's) instead of `EINVAL`.
+    pub(crate) accept_unknown_metrics_modes: bool,
 }
 
 /// State guarded by [`DeviceState::inner`].
@@ -115,6 +138,7 @@ struct Inner {
     openers: KVec<(ThreadGroup, usize)>,
     totals: DeviceTotals,
     metrics: MetricsState,
+    notify: NotifyPolicy,
 }
 
 /// Everything one device's files, ioctls, mappings, sysfs nodes and workers share.
@@ -140,13 +164,30 @@ pub(crate) struct DeviceState {
     #[pin]
     slot_zeroed: CondVar,
     #[pin]
-    scrub_work: DelayedWork<DeviceState>,
+    scrub_work: DelayedWork<DeviceState, SCRUB_WORK>,
+    /// Signalled whenever metrics are posted: readers waiting for a post, and pollers.
+    #[pin]
+    posted: PollCondVar,
+    /// Per core and counter (at `core * NODE_COUNT + counter`), what wakes the pollers of its
+    /// `total` and `present` files; empty until the sysfs tree registers them.
+    #[pin]
+    notifiers: Mutex<KVec<[SysfsNotifier; 2]>>,
+    #[pin]
+    notify_work: DelayedWork<DeviceState, NOTIFY_WORK>,
+    /// The clock of the notification windows.
+    started: Instant<Monotonic>,
     /// Whose remote coverage session the workers' runs report to: the last releasing task's.
     worker_coverage: CoverageHandle,
 }
 
+/// The work item that zeroes released slabs.
+pub(crate) const SCRUB_WORK: u64 = 0;
+/// The work item that notifies the pollers of changed sysfs counters.
+pub(crate) const NOTIFY_WORK: u64 = 1;
+
 impl_has_delayed_work! {
-    impl HasDelayedWork<Self> for DeviceState { self.scrub_work }
+    impl HasDelayedWork<Self, SCRUB_WORK> for DeviceState { self.scrub_work }
+    impl HasDelayedWork<Self, NOTIFY_WORK> for DeviceState { self.notify_work }
 }
 
 impl DeviceState {
@@ -161,6 +202,7 @@ impl DeviceState {
                 config.core_count,
                 config.time_unit_ps,
             )?,
+            notify: NotifyPolicy::new(),
         };
         let snapshot = SlabSnapshot::new(config.core_count)?;
         // INVARIANT: zeroed slabs, matching the never-used slots' generation 0; `zeros` is only
@@ -175,6 +217,10 @@ impl DeviceState {
                 inner <- new_mutex!(inner),
                 slot_zeroed <- new_condvar!(),
                 scrub_work <- new_delayed_work!("neuron_ds::scrub"),
+                posted <- new_poll_condvar!("neuron_ds::posted"),
+                notifiers <- new_mutex!(KVec::new()),
+                notify_work <- new_delayed_work!("neuron_ds::notify"),
+                started: Instant::now(),
                 worker_coverage: CoverageHandle::new(),
             }),
             GFP_KERNEL,
@@ -206,24 +252,23 @@ impl DeviceState {
     /// metric.
     pub(crate) fn post_metrics(self: &Arc<Self>, elapsed_us: u64) {
         self.reap_exited_owners();
-        let mut guard = self.inner.lock();
-        let Inner { pool, metrics, .. } = &mut *guard;
-        metrics.post(self.live_slabs(pool).map(|(_, slab)| slab), elapsed_us);
+        {
+            let mut guard = self.inner.lock();
+            let Inner { pool, metrics, .. } = &mut *guard;
+            metrics.post(self.live_slabs(pool).map(|(_, slab)| slab), elapsed_us);
+        }
+        self.posted.notify_all();
+    }
+
+    /// Pauses (`true`) or resumes the periodic posting of metrics (`METRICS_CTRL`).
+    pub(crate) fn set_metrics_paused(&self, paused: bool) {
+        self.inner.lock().metrics.set_paused(paused);
     }
 
     /// Whose coverage session a worker's run on this device reports to: the last releasing
     /// task's (a worker runs because of releases, directly or through the period's posts).
     pub(crate) fn worker_coverage(&self) -> &CoverageHandle {
         &self.worker_coverage
-    }
-
-    /// Up to `max` metric posts from sequence number `from` on.
-    pub(crate) fn read_posts(
-        &self,
-        from: u64,
-        max: usize,
-    ) -> Result<KVec<crate::abi::metrics::MetricPost>> {
-        self.inner.lock().metrics.ring().read(from, max)
     }
 
     /// Sysfs counter `node` of `core`: everything released plus every live slab's part.
@@ -234,10 +279,15 @@ impl DeviceState {
     }
 
     /// Resets sysfs counter `node` of `core` (a write to its file).
-    pub(crate) fn reset_counter(&self, core: usize, node: usize) -> Result {
-        let mut guard = self.inner.lock();
-        let Inner { pool, totals, .. } = &mut *guard;
-        totals.reset(core, node, self.live_slabs(pool))
+    pub(crate) fn reset_counter(self: &Arc<Self>, core: usize, node: usize) -> Result {
+        let due = {
+            let mut guard = self.inner.lock();
+            let Inner { pool, totals, .. } = &mut *guard;
+            totals.reset(core, node, self.live_slabs(pool))?;
+            Self::counters_changed(&mut guard, self.now_ms())
+        };
+        self.schedule_notify(due);
+        Ok(())
     }
 
     /// The live slabs with their slots, each read under its own lock as it is reached.
@@ -297,12 +347,14 @@ mod tests {
             core_count,
             time_unit_ps: 1,
             strict_reader_mappings: false,
+            accept_unknown_metrics_modes: false,
         })
     }
 
     /// Cancels the zeroing work a test's releases queued, before the test's device goes away.
     fn finish(device: &Arc<DeviceState>) {
-        crate::shim::workqueue::cancel_delayed_work_sync(device);
+        crate::shim::workqueue::cancel_delayed_work_sync::<_, SCRUB_WORK>(device);
+        crate::shim::workqueue::cancel_delayed_work_sync::<_, NOTIFY_WORK>(device);
     }
 
     fn nc(core: usize, counter: NcCounter) -> Result<usize> {

@@ -7,8 +7,11 @@
 use crate::{
     abi::{
         ioctl::{
+            MetricsMode,
             NeuronDsInfo,
+            NeuronMetricsCtrl,
             NEURON_IOCTL_ACQUIRE_NEURON_DS,
+            NEURON_IOCTL_METRICS_CTRL,
             NEURON_IOCTL_RELEASE_NEURON_DS, //
         },
         metrics::METRIC_POST_SIZE,
@@ -21,7 +24,12 @@ use crate::{
         SLAB_SIZE, //
     },
     shim::{
-        misc::MiscFile,
+        misc::{
+            file_position,
+            is_nonblocking,
+            MiscFile,
+            PollEvents, //
+        },
         shared_mapping::SharedMapping,
         thread_group::ThreadGroup,
         vma::{
@@ -33,12 +41,16 @@ use crate::{
     state::slots::PerSlot,
 };
 use kernel::{
-    fs::Kiocb,
+    fs::{
+        File,
+        Kiocb, //
+    },
     iov::IovIterDest,
     mm::virt::VmaNew,
     new_mutex,
     prelude::*,
     sync::{
+        poll::PollTable,
         Arc,
         Mutex, //
     },
@@ -106,6 +118,25 @@ impl OpenFile {
         Ok(0)
     }
 
+    /// `METRICS_CTRL`: pauses or resumes the device's periodic metrics posting. An unknown
+    /// mode is `EINVAL`, or ignored (0, as the original does) with
+    /// `metrics_ctrl_accept_unknown=1`.
+    fn metrics_ctrl_ioctl(&self, arg: usize) -> Result<isize> {
+        let mut bytes = [0u8; core::mem::size_of::<NeuronMetricsCtrl>()];
+        UserSlice::new(UserPtr::from_addr(arg), bytes.len())
+            .reader()
+            .read_slice(&mut bytes)?;
+        let ctrl = NeuronMetricsCtrl::read_from_bytes(&bytes).map_err(|_| EINVAL)?;
+        match MetricsMode::from_raw(ctrl.mode) {
+            Some(mode) => self
+                .device
+                .set_metrics_paused(mode == MetricsMode::PeriodicDisable),
+            None if self.device.config().accept_unknown_metrics_modes => {}
+            None => return Err(EINVAL),
+        }
+        Ok(0)
+    }
+
     /// `RELEASE_NEURON_DS`: the owner's slab is aggregated, zeroed and freed; a release of
     /// someone else's pid is a no-op that succeeds (readers call it when they detach).
     fn release_ioctl(&self, arg: usize) -> Result<isize> {
@@ -164,12 +195,14 @@ impl MiscFile for OpenFile {
         match cmd {
             NEURON_IOCTL_ACQUIRE_NEURON_DS => this.acquire_ioctl(arg),
             NEURON_IOCTL_RELEASE_NEURON_DS => this.release_ioctl(arg),
+            NEURON_IOCTL_METRICS_CTRL => this.metrics_ctrl_ioctl(arg),
             _ => Err(ENOTTY),
         }
     }
 
     /// Returns the metric posts from the file position on, whole [`MetricPost`]s only; the
-    /// position is the next sequence number wanted (0: from the oldest kept).
+    /// position is the next sequence number wanted (0: from the oldest kept). Waits for a post
+    /// when there is none yet, unless the read must not wait (`EAGAIN`).
     ///
     /// [`MetricPost`]: crate::abi::metrics::MetricPost
     fn read_iter(
@@ -182,7 +215,7 @@ impl MiscFile for OpenFile {
         }
         let device = kiocb.file().device.clone();
         let from = u64::try_from(*kiocb.ki_pos_mut()).unwrap_or(0);
-        let posts = device.read_posts(from, max)?;
+        let posts = device.wait_for_posts(from, max, is_nonblocking(&kiocb))?;
         let mut copied = 0;
         for post in posts.iter() {
             let bytes = post.as_bytes();
@@ -193,6 +226,16 @@ impl MiscFile for OpenFile {
             *kiocb.ki_pos_mut() = i64::try_from(post.seq + 1).unwrap_or(i64::MAX);
         }
         Ok(copied)
+    }
+
+    /// Readable once a post past the file position exists.
+    fn poll(this: Pin<&Self>, file: &File, table: PollTable<'_>) -> PollEvents {
+        let from = u64::try_from(file_position(file)).unwrap_or(0);
+        if this.device.poll_posts(file, &table, from) {
+            PollEvents::READABLE
+        } else {
+            PollEvents::NONE
+        }
     }
 
     /// Checks a new mapping against this file's grants and sets its protection: the owner's

@@ -10,7 +10,9 @@
 use crate::{
     device::{
         DeviceConfig,
-        DeviceState, //
+        DeviceState,
+        NOTIFY_WORK,
+        SCRUB_WORK, //
     },
     file::OpenFile,
     metrics_worker::MetricsHandle,
@@ -39,12 +41,13 @@ pub(crate) struct NeuronDevice {
     state: ZeroingWork,
 }
 
-/// The device's state, whose zeroing work is cancelled when dropped.
+/// The device's state, whose work items (zeroing, notifying) are cancelled when dropped.
 struct ZeroingWork(Arc<DeviceState>);
 
 impl Drop for ZeroingWork {
     fn drop(&mut self) {
-        cancel_delayed_work_sync(&self.0);
+        cancel_delayed_work_sync::<_, SCRUB_WORK>(&self.0);
+        cancel_delayed_work_sync::<_, NOTIFY_WORK>(&self.0);
     }
 }
 

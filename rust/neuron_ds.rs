@@ -46,7 +46,14 @@
 
 use kernel::prelude::*;
 
-pub mod abi;
+// The wire format is the userspace crate's, which uses all of it; the module compiles in only
+// what it uses (the rest is dead code here, and left out of the object).
+#[allow(
+    dead_code,
+    unreachable_pub,
+    reason = "shared with userspace, which uses every item; unused ones are not compiled in"
+)]
+mod abi;
 #[deny(unsafe_code)]
 mod device;
 #[deny(unsafe_code)]
@@ -95,6 +102,12 @@ module_param!(
     STRICT_READER_MAPPINGS: bool = false,
     "strict_reader_mappings",
     "Refuse a reader's PROT_WRITE mmap with EPERM (default: map it read-only)",
+    0
+);
+module_param!(
+    METRICS_CTRL_ACCEPT_UNKNOWN: bool = false,
+    "metrics_ctrl_accept_unknown",
+    "Answer METRICS_CTRL with an unknown mode with 0, as the original driver does (default: EINVAL)",
     0
 );
 module_param!(
@@ -170,6 +183,7 @@ impl kernel::Module for NeuronDsModule {
                 core_count: usize::try_from(core_count)?,
                 time_unit_ps,
                 strict_reader_mappings: STRICT_READER_MAPPINGS.get(),
+                accept_unknown_metrics_modes: METRICS_CTRL_ACCEPT_UNKNOWN.get(),
             };
             let device = neuron_device::NeuronDevice::new(
                 class.clone(),

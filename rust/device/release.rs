@@ -21,7 +21,8 @@
 
 use super::{
     DeviceState,
-    Owner, //
+    Owner,
+    SCRUB_WORK, //
 };
 use crate::{
     abi::layout::SLAB_GENERATION_OFFSET,
@@ -56,7 +57,7 @@ const ZEROING_DELAY: kernel::time::Jiffies = 1;
 static CLEAR_TICK: Atomic<u64> = Atomic::new(1);
 
 /// Zeroes released slabs, oldest release first, until none is left.
-impl WorkItem for DeviceState {
+impl WorkItem<SCRUB_WORK> for DeviceState {
     type Pointer = Arc<DeviceState>;
 
     fn run(this: Arc<DeviceState>) {
@@ -83,7 +84,7 @@ impl DeviceState {
             slot
         };
         self.unmap_slot(slot);
-        {
+        let due = {
             let mut snapshot = self.snapshot.lock();
             snapshot.take(&LiveSlab::of(self.slab(slot)));
             let mut inner = self.inner.lock();
@@ -92,13 +93,16 @@ impl DeviceState {
             inner
                 .pool
                 .finish_release(slot, CLEAR_TICK.fetch_add(1, Relaxed))?;
-        }
+            Self::counters_changed(&mut inner, self.now_ms())
+        };
+        self.schedule_notify(due);
         // Already queued is fine: the queued run zeroes every dirty slab. One tick later and
         // unbound, so that the release neither wakes a worker nor is preempted by one: a timer
         // costs the releasing task nothing, and a new owner that comes first zeroes the slab
         // itself.
         self.worker_coverage.record_current();
-        let _ = workqueue::system_unbound().enqueue_delayed(self.clone(), ZEROING_DELAY);
+        let _ = workqueue::system_unbound()
+            .enqueue_delayed::<_, SCRUB_WORK>(self.clone(), ZEROING_DELAY);
         Ok(())
     }
 

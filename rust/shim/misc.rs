@@ -31,17 +31,23 @@ use core::marker::PhantomData;
 use kernel::{
     bindings,
     error::to_result,
-    fs::Kiocb,
+    fs::{
+        File,
+        Kiocb, //
+    },
     iov::IovIterDest,
     mm::virt::VmaNew,
     prelude::*,
     str::CString,
-    sync::atomic::{
-        ordering::{
-            Acquire,
-            Release, //
+    sync::{
+        atomic::{
+            ordering::{
+                Acquire,
+                Release, //
+            },
+            AtomicFlag,
         },
-        AtomicFlag,
+        poll::PollTable,
     },
     types::{
         ForeignOwnable,
@@ -67,8 +73,12 @@ pub(crate) trait MiscFile: Sized + Send + Sync {
     /// `unlocked_ioctl`.
     fn ioctl(this: Pin<&Self>, cmd: u32, arg: usize) -> Result<isize>;
 
-    /// `read_iter`.
+    /// `read_iter`; [`is_nonblocking`] tells whether it may wait.
     fn read_iter(kiocb: Kiocb<'_, Pin<KBox<Self>>>, iov: &mut IovIterDest<'_>) -> Result<usize>;
+
+    /// `poll`: registers `table` with what wakes the file and returns the ready events
+    /// ([`PollEvents`]); [`file_position`] is where a `read` would start.
+    fn poll(this: Pin<&Self>, file: &File, table: PollTable<'_>) -> PollEvents;
 
     /// Checks and sets up a new mapping (its flags; no page is inserted here). Returns the tag
     /// that [`Fault::tag`] gives back for every fault of the mapping.
@@ -76,6 +86,43 @@ pub(crate) trait MiscFile: Sized + Send + Sync {
 
     /// Answers a page fault of a mapping made by [`MiscFile::mmap`].
     fn fault(this: Pin<&Self>, fault: &Fault<'_>) -> FaultOutcome;
+}
+
+/// The events `poll` reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PollEvents(bindings::__poll_t);
+
+impl PollEvents {
+    /// Nothing is ready.
+    pub(crate) const NONE: Self = Self(0);
+    /// A `read` would return data without waiting (`EPOLLIN | EPOLLRDNORM`).
+    pub(crate) const READABLE: Self = Self(bindings::POLLIN | bindings::POLLRDNORM);
+}
+
+/// `IOCB_NOWAIT` (`include/linux/fs.h`: `RWF_NOWAIT`), which the bindings lack.
+const IOCB_NOWAIT: c_int = 0x8;
+
+/// Whether the read of `kiocb` must not wait: its file is `O_NONBLOCK`, or it is a
+/// `RWF_NOWAIT` read.
+pub(crate) fn is_nonblocking<T: ForeignOwnable>(kiocb: &Kiocb<'_, T>) -> bool {
+    let raw = kiocb.as_raw();
+    // SAFETY: the kiocb and its file are valid for the read it describes; `ki_flags` is set
+    // when it is made, and `f_flags` is read once (`fcntl` may change it at any time, and the
+    // read sees one of the values).
+    let (flags, file_flags) = unsafe {
+        (
+            (*raw).ki_flags,
+            core::ptr::read_volatile(&raw const (*(*raw).ki_filp).f_flags),
+        )
+    };
+    flags & IOCB_NOWAIT != 0 || file_flags & bindings::O_NONBLOCK != 0
+}
+
+/// The file position of `file`, where its next `read` starts.
+pub(crate) fn file_position(file: &File) -> i64 {
+    // SAFETY: `file` is valid for the borrow; the position is a 64-bit word that `read` and
+    // `lseek` update, read once here (a racing update gives one of its values).
+    unsafe { core::ptr::read_volatile(&raw const (*file.as_ptr()).f_pos) }
 }
 
 /// A registered misc device `/dev/<name>` with its data.
@@ -168,6 +215,7 @@ impl<T: MiscFile> FileOps<T> {
         #[cfg(CONFIG_COMPAT)]
         compat_ioctl: bindings::compat_ptr_ioctl,
         read_iter: Some(Self::read_iter),
+        poll: Some(Self::poll),
         mmap: Some(Self::mmap),
         ..pin_init::zeroed()
     };
@@ -263,6 +311,23 @@ impl<T: MiscFile> FileOps<T> {
             Ok(read) => isize::try_from(read).unwrap_or(isize::MAX),
             Err(err) => err.to_errno() as isize,
         }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS for an opened file, with a poll table that is NULL or valid for the
+    /// call.
+    unsafe extern "C" fn poll(
+        file: *mut bindings::file,
+        table: *mut bindings::poll_table,
+    ) -> bindings::__poll_t {
+        // SAFETY: the file is open for the whole call.
+        let this = unsafe { Self::borrow(file) };
+        // SAFETY: as for `borrow`.
+        let borrowed = unsafe { File::from_raw_file(file) };
+        // SAFETY: the table is NULL or valid for the call (the function's contract).
+        let table = unsafe { PollTable::from_raw(table) };
+        T::poll(this, borrowed, table).0
     }
 
     /// # Safety

@@ -449,6 +449,58 @@ unsafe impl<T: SysfsFiles> SysfsParent for SysfsNode<T> {
     }
 }
 
+impl<T: SysfsFiles> SysfsNode<T> {
+    /// What wakes the pollers of file `file` of the node (`sysfs_notify`); `None` for a file
+    /// the node does not have.
+    pub(crate) fn notifier(&self, file: usize) -> Option<SysfsNotifier> {
+        let name = T::FILES.get(file)?.name;
+        // SAFETY: the node's kobject is live while `self` is; the new reference is the
+        // notifier's.
+        let kobj = unsafe { bindings::kobject_get(self.dir.kobject()) };
+        // INVARIANT: `kobject_get` of a live kobject returns it, referenced for us.
+        NonNull::new(kobj).map(|kobj| SysfsNotifier { kobj, name })
+    }
+}
+
+/// Wakes the pollers of one sysfs file: `poll()` of the file returns `POLLERR | POLLPRI` after
+/// [`SysfsNotifier::notify`], until the file is read again from its start.
+///
+/// # Invariants
+///
+/// `self` holds one reference to `kobj`; `name` is the name of a file of it.
+pub(crate) struct SysfsNotifier {
+    kobj: NonNull<bindings::kobject>,
+    name: &'static CStr,
+}
+
+// SAFETY: a kobject reference may be used and dropped from any thread.
+unsafe impl Send for SysfsNotifier {}
+// SAFETY: `sysfs_notify` may be called concurrently.
+unsafe impl Sync for SysfsNotifier {}
+
+impl SysfsNotifier {
+    /// Notifies the file's pollers (nothing happens once the file is removed). May sleep.
+    pub(crate) fn notify(&self) {
+        // SAFETY: the kobject is referenced (type invariant), so it is valid even after its
+        // directory is removed, in which case `sysfs_notify` finds no file; `name` is
+        // NUL-terminated and `'static`.
+        unsafe {
+            bindings::sysfs_notify(
+                self.kobj.as_ptr(),
+                core::ptr::null(),
+                self.name.as_char_ptr(),
+            )
+        };
+    }
+}
+
+impl Drop for SysfsNotifier {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant we hold one reference, given back exactly once here.
+        unsafe { bindings::kobject_put(self.kobj.as_ptr()) };
+    }
+}
+
 impl<T: SysfsFiles> Drop for SysfsNode<T> {
     fn drop(&mut self) {
         // SAFETY: by the type invariant the group is on `dir`'s kobject. Removing it waits for

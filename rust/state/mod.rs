@@ -5,6 +5,7 @@
 //! the kernel-facing work (copies, mappings, zeroing) around them.
 
 pub(crate) mod metrics;
+pub(crate) mod notify;
 pub(crate) mod post_ring;
 pub(crate) mod post_value;
 pub(crate) mod slab_values;

@@ -58,6 +58,12 @@ impl PostRing {
         }
     }
 
+    /// Whether a post from sequence number `from` on is kept (what a reader at `from` would get
+    /// at least one of).
+    pub(crate) fn has_from(&self, from: u64) -> bool {
+        from.max(self.oldest) < self.next
+    }
+
     /// Up to `max` posts from sequence number `from` on (or from the oldest kept, if `from`
     /// was dropped already); a reader sees a gap in `seq` when it was too slow.
     pub(crate) fn read(&self, from: u64, max: usize) -> Result<KVec<MetricPost>> {

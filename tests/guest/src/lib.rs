@@ -28,6 +28,12 @@ pub const DEVICE: &str = "/dev/neuron0";
 pub const ACQUIRE: u32 = 0x8008_4E47;
 /// `RELEASE_NEURON_DS`.
 pub const RELEASE: u32 = 0x8008_4E48;
+/// `METRICS_CTRL`: `_IOW('N', 128, struct neuron_ioctl_metrics_ctrl)`.
+pub const METRICS_CTRL: u32 = 0x4004_4E80;
+/// `NEURON_METRICS_MODE_PERIODIC_ENABLE`.
+pub const METRICS_ENABLE: u32 = 0;
+/// `NEURON_METRICS_MODE_PERIODIC_DISABLE`.
+pub const METRICS_DISABLE: u32 = 1;
 /// Bytes in one slab.
 pub const SLAB_SIZE: usize = 262_144;
 /// Byte offset of the kernel-maintained slab generation.
@@ -70,6 +76,43 @@ pub struct DsInfo {
     pub size: u32,
     /// Padding.
     pub reserved1: u32,
+}
+
+/// `METRICS_CTRL` with `mode`.
+pub fn metrics_ctrl(file: &File, mode: u32) -> io::Result<i32> {
+    let mut arg = mode;
+    ioctl(file, METRICS_CTRL, std::ptr::addr_of_mut!(arg) as usize)
+}
+
+/// Opens the metric post stream of node `path` for reading without waiting (`O_NONBLOCK`): a
+/// read returns the posts there are, or `EAGAIN` when there is none.
+pub fn open_posts(path: &str) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// Every post of `stream` (opened with [`open_posts`]) that it has not read yet, in order.
+pub fn read_available_posts(stream: &mut File) -> Vec<nds_abi::metrics::MetricPost> {
+    use nds_abi::metrics::{MetricPost, METRIC_POST_SIZE};
+    use std::io::Read;
+    use zerocopy::FromBytes;
+    let mut posts = Vec::new();
+    let mut buf = vec![0u8; 64 * METRIC_POST_SIZE];
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return posts,
+            Err(e) => panic!("reading posts: {e}"),
+        };
+        assert!(n > 0, "a post stream never ends");
+        assert_eq!(n % METRIC_POST_SIZE, 0, "reads return whole posts");
+        for chunk in buf[..n].chunks_exact(METRIC_POST_SIZE) {
+            posts.push(MetricPost::read_from_bytes(chunk).unwrap());
+        }
+    }
 }
 
 /// Opens `path` read-write, as a producer would.

@@ -86,6 +86,9 @@ pub enum GuestBench {
     ReleaseOneLive,
     /// RELEASE (with aggregation) of one slab while 15 more are live.
     ReleaseSixteenLive,
+    /// RELEASE (with aggregation) of the only live slab while four other processes have it
+    /// mapped, every page touched (the release removes their pages).
+    ReleaseFourReaders,
     /// RELEASE (with aggregation) of the only live slab while another process reads every
     /// sysfs counter file in a loop.
     ReleaseUnderSysfsReads,
@@ -102,11 +105,12 @@ pub enum GuestBench {
 
 impl GuestBench {
     /// Every guest measurement.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::AttachCycle,
         Self::AttachFloor,
         Self::ReleaseOneLive,
         Self::ReleaseSixteenLive,
+        Self::ReleaseFourReaders,
         Self::ReleaseUnderSysfsReads,
         Self::ReleaseUnderOtherReads,
         Self::SysfsTotalOneLive,
@@ -122,6 +126,7 @@ impl GuestBench {
             Self::AttachFloor => "attach-floor",
             Self::ReleaseOneLive => "release-1",
             Self::ReleaseSixteenLive => "release-16",
+            Self::ReleaseFourReaders => "release-4-readers",
             Self::ReleaseUnderSysfsReads => "release-sysfs-reads",
             Self::ReleaseUnderOtherReads => "release-other-reads",
             Self::SysfsTotalOneLive => "sysfs-total-1",
@@ -342,6 +347,12 @@ pub fn rows() -> Vec<Row> {
             GuestBench::ReleaseSixteenLive,
             GuestBench::ReleaseOneLive,
             Goal::AtMost(1.10),
+        ),
+        (
+            "RELEASE+aggregation, four readers mapped / none",
+            GuestBench::ReleaseFourReaders,
+            GuestBench::ReleaseOneLive,
+            Goal::AtMost(1.20),
         ),
         (
             "RELEASE+aggregation, every sysfs counter read in a loop / alone",
@@ -576,7 +587,7 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), GuestBench::ALL.len());
         // Per threading mode: 4 bands × (handle, int), mmv, prometheus; the slab-word row; four
-        // snapshot rows, two record rows, six guest rows.
-        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 6);
+        // snapshot rows, two record rows, seven guest rows.
+        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 7);
     }
 }

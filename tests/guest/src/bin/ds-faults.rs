@@ -29,8 +29,8 @@ use neuron_ds_guest_tests::{
     kernel_log::{Injection, KernelLog},
     kmemleak,
     module_control::{leftovers, load_module, unload_module, MODULE},
-    nc_offset, open_device, release, slots_on, sysfs_counter_on, sysfs_device, DsInfo, Mapping,
-    Producer, ACQUIRE, SLAB_SIZE,
+    nc_offset, open_device, open_posts, read_available_posts, release, slots_on, sysfs_counter_on,
+    sysfs_device, DsInfo, Mapping, Producer, ACQUIRE, SLAB_SIZE,
 };
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -647,7 +647,8 @@ impl Child {
                 self.check_released("after closing the file");
             }
             Op::ReadPosts => {
-                let Some(file) = self.open(libc::O_RDONLY) else {
+                // Without waiting: a read with no post yet fails with EAGAIN.
+                let Some(file) = self.open(libc::O_RDONLY | libc::O_NONBLOCK) else {
                     return self.check(false, || "setup open".into());
                 };
                 let post = nds_abi::metrics::METRIC_POST_SIZE;
@@ -1148,7 +1149,7 @@ impl Campaign {
             info.mmap_offset,
         )
         .expect("mmap");
-        let mut stream = File::open(device_path(DEVICE)).expect("open for posts");
+        let mut stream = open_posts(&device_path(DEVICE)).expect("open for posts");
         let mut posted = 0u64;
         let mut written = 0u64;
         // Counts the earlier operations' children released are posted by the next periods.
@@ -1389,26 +1390,17 @@ fn print_row(row: &Row, leaks: Option<usize>) {
 /// Reads every post not read yet; adds the success deltas to `posted`; returns the last
 /// period seen.
 fn drain_posts(stream: &mut File, posted: &mut u64) -> Option<u64> {
-    use zerocopy::FromBytes;
-    let size = nds_abi::metrics::METRIC_POST_SIZE;
-    let mut buf = vec![0u8; 64 * size];
     let mut last = None;
-    loop {
-        let n = stream.read(&mut buf).ok()?;
-        if n == 0 {
-            return last;
+    for post in read_available_posts(stream) {
+        if post.cw_id == CW_SUCCESS {
+            *posted += std::str::from_utf8(post.value_bytes())
+                .ok()?
+                .parse::<u64>()
+                .ok()?;
         }
-        for chunk in buf[..n].chunks_exact(size) {
-            let post = nds_abi::metrics::MetricPost::read_from_bytes(chunk).ok()?;
-            if post.cw_id == CW_SUCCESS {
-                *posted += std::str::from_utf8(post.value_bytes())
-                    .ok()?
-                    .parse::<u64>()
-                    .ok()?;
-            }
-            last = Some(post.period);
-        }
+        last = Some(post.period);
     }
+    last
 }
 
 /// Waits until a period after `after` has posted; returns it.
