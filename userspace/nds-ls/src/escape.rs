@@ -5,11 +5,15 @@
 //! control character (C0, DEL, C1) and every bidirectional-formatting character (which
 //! reorders what follows it on screen) is therefore printed as an escape, never as itself.
 
-/// Characters that change what a terminal shows rather than showing themselves.
+/// Characters that change what a terminal shows rather than showing themselves: controls, and
+/// the bidirectional marks, embeddings, overrides and isolates.
 #[must_use]
 pub fn is_unsafe(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    let bidirectional = matches!(
+        c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    );
+    c.is_control() || bidirectional
 }
 
 /// One character as the table prints it: a backslash escape for [`is_unsafe`] characters and
