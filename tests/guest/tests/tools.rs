@@ -10,7 +10,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use nds_abi::sysfs::{CounterSource, SYSFS_COUNTERS};
 use neuron_ds_guest_tests::{
-    helper_path, slots, sysfs_counter, sysfs_device, WorldWritableNode, DEVICE, SLOTS,
+    helper_path, slots, slots_on, sysfs_core_count, sysfs_counter, sysfs_device, WorldWritableNode,
+    DEVICE, SLOTS,
 };
 use serde_json::Value;
 
@@ -74,6 +75,11 @@ impl Held {
 
     /// The same, run as `identity` (through `ds-as`).
     fn start_as(identity: &str, tag_prefix: &str, args: &[&str]) -> Self {
+        Self::start_on(identity, "0", tag_prefix, args)
+    }
+
+    /// The same on `devices` (`--devices`).
+    fn start_on(identity: &str, devices: &str, tag_prefix: &str, args: &[&str]) -> Self {
         let report_dir = format!("/tmp/tools-{tag_prefix}");
         let _ = std::fs::remove_dir_all(&report_dir);
         std::fs::create_dir_all(&report_dir).unwrap();
@@ -83,7 +89,7 @@ impl Held {
             .args([
                 "run",
                 "--devices",
-                "0",
+                devices,
                 "--rate",
                 "0",
                 "--hold",
@@ -452,4 +458,76 @@ fn one_users_monitor_and_top_show_nothing_of_another_users_reuse() {
             }
         }
     }
+}
+
+#[test]
+fn nds_ls_lists_exactly_the_processes_holding_slabs_on_two_devices() {
+    let held = Held::start_on(
+        "root",
+        "0,1",
+        "ls",
+        &["--procs-per-device", "2", "--count", "5"],
+    );
+    let output = Command::new(helper_path("nds-ls"))
+        .args(["--output-format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let devices: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let devices = devices.as_array().unwrap();
+    assert_eq!(devices.len(), 2, "both devices");
+    for (index, device) in devices.iter().enumerate() {
+        assert_eq!(device["neuron_device"], index);
+        let cores = sysfs_core_count(index);
+        assert_eq!(device["nc_count"], cores);
+        let ids: Vec<u64> = device["neuroncore_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_u64().unwrap())
+            .collect();
+        let first = (index * cores) as u64;
+        assert_eq!(ids, (first..first + cores as u64).collect::<Vec<_>>());
+        let table = slots_on(index);
+        let mut owners: Vec<i64> = table
+            .iter()
+            .filter(|row| row.pid != 0)
+            .map(|row| i64::from(row.pid))
+            .collect();
+        owners.sort_unstable();
+        let processes = device["neuron_processes"].as_array().unwrap();
+        let mut listed: Vec<i64> = processes
+            .iter()
+            .map(|p| p["pid"].as_i64().unwrap())
+            .collect();
+        listed.sort_unstable();
+        assert_eq!(
+            listed, owners,
+            "device {index}: exactly the slot table's owners"
+        );
+        for process in processes {
+            let pid = process["pid"].as_i64().unwrap();
+            let row = table.iter().find(|row| i64::from(row.pid) == pid).unwrap();
+            let tag = process["neuron_runtime_tag"].as_str().unwrap();
+            assert!(tag.starts_with(&format!("ls-d{index}-p")), "{process}");
+            let report = held.report(tag);
+            assert_eq!(report["pid"].as_i64(), Some(pid));
+            assert_eq!(process["slot"], row.slot);
+            assert_eq!(process["generation"], row.generation);
+            assert_eq!(process["error"], "");
+            assert!(!process["neuron_runtime_version"]
+                .as_str()
+                .unwrap()
+                .is_empty());
+            assert!(
+                process["command"].as_str().unwrap().contains("nds-loadgen"),
+                "{process}"
+            );
+        }
+    }
+    held.finish();
 }
