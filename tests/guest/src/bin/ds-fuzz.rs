@@ -30,9 +30,10 @@
 
 use nds_abi::sysfs::SYSFS_COUNTERS;
 use neuron_ds_guest_tests::{
-    acquire, corpus::Corpus, device_path, kcov::Collector, kernel_log::KernelLog, offset_device,
-    offset_is_owner, offset_slot, open_device, release, rng::Rng, slab_offset, slots_on,
-    sysfs_core_count, sysfs_device, DsInfo, ACQUIRE, RELEASE, SLAB_SIZE, SLOTS,
+    acquire, corpus::Corpus, device_path, kcov::Collector, kernel_log::KernelLog, metrics_ctrl,
+    offset_device, offset_is_owner, offset_slot, open_device, open_posts, read_available_posts,
+    release, rng::Rng, slab_offset, slots_on, sysfs_core_count, sysfs_device, DsInfo, ACQUIRE,
+    METRICS_CTRL, METRICS_ENABLE, RELEASE, SLAB_SIZE, SLOTS,
 };
 use std::{
     collections::{BTreeMap, BTreeSet, HashSet},
@@ -79,6 +80,7 @@ enum Class {
     OpenDupClose,
     SlotTableRead,
     SysfsCounter,
+    Events,
 }
 
 impl fmt::Display for Class {
@@ -901,7 +903,84 @@ impl Fuzzer {
                 let _ = slots_on(self.rng.index(DEVICES));
                 self.calls += 1;
             }
-            _ => self.sysfs_counter(),
+            _ if self.rng.one_in(2) => self.sysfs_counter(),
+            _ => self.events(),
+        }
+    }
+
+    /// What event-driven consumers do: `METRICS_CTRL` (a valid mode or not) on a tracked file,
+    /// a read of the posts and a poll that must not wait, or a write of `info/notify_delay` and
+    /// a poll of a counter file. Posting is left enabled and notification off at the end
+    /// ([`Fuzzer::quiet_events`]).
+    fn events(&mut self) {
+        self.count(Class::Events);
+        let device = self.rng.index(DEVICES);
+        match self.rng.below(3) {
+            0 if !self.files.is_empty() => {
+                let fd = self.files[self.rng.index(self.files.len())].fd;
+                let mut mode: u32 = self.rng.pick(&[0, 1, 2, u32::MAX]);
+                // SAFETY: METRICS_CTRL reads one u32 from our own variable.
+                let ret = unsafe { libc::ioctl(fd, METRICS_CTRL as _, &raw mut mode) };
+                let valid = mode <= 1;
+                if (ret == 0) != valid || (!valid && errno() != libc::EINVAL) {
+                    self.violation(format!(
+                        "METRICS_CTRL mode {mode}: {ret}, errno {}",
+                        errno()
+                    ));
+                }
+            }
+            1 => {
+                let Ok(mut stream) = open_posts(&device_path(device)) else {
+                    self.violation(format!("opening {} without waiting", device_path(device)));
+                };
+                let _ = read_available_posts(&mut stream);
+                let mut pfd = libc::pollfd {
+                    fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one pollfd, no wait.
+                if unsafe { libc::poll(&mut pfd, 1, 0) } < 0 {
+                    self.violation(format!("poll of the posts: errno {}", errno()));
+                }
+            }
+            _ => {
+                let delay = self.rng.pick(&["-1", "0", "7", "-2", "x"]);
+                let path = format!("{}/info/notify_delay", sysfs_device(device));
+                let accepted = fs::write(&path, delay).is_ok();
+                if accepted != matches!(delay, "-1" | "0" | "7") {
+                    self.violation(format!("{path} took {delay:?}: {accepted}"));
+                }
+                let total = format!(
+                    "{}/neuron_core0/stats/status/success/total",
+                    sysfs_device(device)
+                );
+                if let Ok(file) = fs::File::open(&total) {
+                    let mut pfd = libc::pollfd {
+                        fd: std::os::fd::AsRawFd::as_raw_fd(&file),
+                        events: libc::POLLPRI,
+                        revents: 0,
+                    };
+                    // SAFETY: one pollfd, no wait.
+                    unsafe { libc::poll(&mut pfd, 1, 0) };
+                }
+            }
+        }
+        self.calls += 1;
+    }
+
+    /// Leaves every device posting, with notification off.
+    fn quiet_events(&mut self) {
+        for device in 0..DEVICES {
+            if let Ok(file) = open_device(&device_path(device)) {
+                if metrics_ctrl(&file, METRICS_ENABLE).is_err() {
+                    self.violation(format!("resuming {}", device_path(device)));
+                }
+            }
+            let path = format!("{}/info/notify_delay", sysfs_device(device));
+            if fs::write(&path, "-1").is_err() {
+                self.violation(format!("turning {path} off"));
+            }
         }
     }
 
@@ -1091,6 +1170,7 @@ fn main() {
         println!("module points reached     {}", feedback.seen.len());
         feedback.kcov.save();
     }
+    fuzzer.quiet_events();
     for (class, count) in &fuzzer.classes {
         println!("{:<26}{count}", class.to_string());
     }
