@@ -33,6 +33,7 @@ use crate::{
             SysfsText, //
         },
     },
+    state::notify::NOTIFY_OFF,
 };
 use core::fmt::Write;
 use kernel::{
@@ -116,12 +117,27 @@ impl SysfsFiles for InfoFiles {
         writeln!(text, "{}", self.device.notify_delay()).map_err(|_| EFBIG)
     }
 
-    /// A decimal integer from -1 to a day in milliseconds, surrounding whitespace allowed.
+    /// `-1`, or a decimal number of milliseconds up to a day; surrounding whitespace allowed.
     fn store(&self, _file: usize, input: &[u8]) -> Result {
-        let text = core::str::from_utf8(input).map_err(|_| EINVAL)?;
-        let delay = text.trim().parse::<i64>().map_err(|_| EINVAL)?;
-        self.device.set_notify_delay(delay)
+        self.device.set_notify_delay(parse_notify_delay(input).ok_or(EINVAL)?)
     }
+}
+
+/// `-1` or a decimal number of at most 8 digits, with ASCII whitespace around (the device
+/// refuses more than a day).
+fn parse_notify_delay(input: &[u8]) -> Option<i64> {
+    let text = input.trim_ascii();
+    if text == b"-1" {
+        return Some(NOTIFY_OFF);
+    }
+    if text.is_empty() || text.len() > 8 {
+        return None;
+    }
+    text.iter().try_fold(0i64, |value, digit| {
+        digit
+            .is_ascii_digit()
+            .then(|| value * 10 + i64::from(digit - b'0'))
+    })
 }
 
 /// The slot table.
@@ -223,5 +239,27 @@ impl SysfsTree {
             _info: info,
             _device: dev,
         })
+    }
+}
+
+#[kunit_tests(neuron_ds_sysfs_tree)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notify_delay_takes_minus_one_or_a_short_decimal_number() {
+        for (input, value) in [
+            (&b"-1"[..], Some(-1)),
+            (b"0\n", Some(0)),
+            (b" 250 ", Some(250)),
+            (b"86400000", Some(86_400_000)),
+            (b"123456789", None),
+            (b"-2", None),
+            (b"1.5", None),
+            (b"", None),
+            (b"x", None),
+        ] {
+            assert_eq!(parse_notify_delay(input), value);
+        }
     }
 }

@@ -47,15 +47,22 @@ impl WorkItem<NOTIFY_WORK> for DeviceState {
     type Pointer = Arc<DeviceState>;
 
     fn run(this: Arc<DeviceState>) {
+        this.worker_coverage.run(|| this.notify_changed());
+    }
+}
+
+impl DeviceState {
+    /// Notifies the pollers of every counter file that changed since the last notification.
+    fn notify_changed(&self) {
         let mut changed = [0; MAX_CORES];
         {
-            let mut inner = this.inner.lock();
-            inner.notify.on_notify(this.now_ms());
+            let mut inner = self.inner.lock();
+            inner.notify.on_notify(self.now_ms());
             for (core, bits) in changed.iter_mut().enumerate() {
                 *bits = inner.totals.take_changed(core);
             }
         }
-        let notifiers = this.notifiers.lock();
+        let notifiers = self.notifiers.lock();
         let files = notifiers.chunks(NODE_COUNT);
         for (bits, files) in changed.iter().zip(files) {
             let files = files.iter().enumerate();
@@ -65,9 +72,7 @@ impl WorkItem<NOTIFY_WORK> for DeviceState {
             }
         }
     }
-}
 
-impl DeviceState {
     /// Milliseconds since the device was made, the clock of the notification windows.
     pub(super) fn now_ms(&self) -> u64 {
         u64::try_from(self.started.elapsed().as_nanos() / 1_000_000).unwrap_or(u64::MAX)

@@ -219,22 +219,26 @@ impl<F: AttributeFlavor, T: SysfsFiles> FileGroup<F, T> {
             #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
             let _ = &mut attr;
             let raw = F::raw::<T>(attr, file.mode & 0o444 != 0, file.mode & 0o222 != 0);
-            group.files.push(
-                GroupFile {
+            group
+                .files
+                .push_within_capacity(GroupFile {
                     raw,
                     index,
                     served: served_ptr,
-                },
-                GFP_KERNEL,
-            )?;
+                })
+                .map_err(|_| ENOMEM)?;
         }
-        // The vectors had their full capacity reserved, so the files did not move while pushed.
+        // The vectors had their full capacity reserved and never grow, so the files did not
+        // move while pushed and their addresses are final.
         let this = &mut *group;
         for file in this.files.iter_mut() {
             let attr = core::ptr::from_mut(file).cast::<bindings::attribute>();
-            this.attrs.push(attr, GFP_KERNEL)?;
+            this.attrs.push_within_capacity(attr).map_err(|_| ENOMEM)?;
         }
-        group.attrs.push(null_mut(), GFP_KERNEL)?;
+        group
+            .attrs
+            .push_within_capacity(null_mut())
+            .map_err(|_| ENOMEM)?;
         group.group.__bindgen_anon_2.attrs = group.attrs.as_mut_ptr();
         // Last: the one pointer into the group itself, after which it is only shared.
         group.groups[0] = &raw const group.group;

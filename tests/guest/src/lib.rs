@@ -2,7 +2,6 @@
 //! system calls, so each test sees exactly the errno the kernel returned, plus a handle on
 //! `ds-producer` helper processes and readers of the module's sysfs files.
 
-pub mod corpus;
 pub mod fault_injection;
 pub mod identity;
 pub mod kcov;

@@ -16,11 +16,9 @@
 //!   ioctl on the same descriptor, reads of the slot table, reads and resets of the sysfs
 //!   counters, reads of `core_count`.
 //!
-//! With `--guided` (and KCOV, the `cov` kernel), the steps are grouped into programs that run
-//! from a fresh state (every mapping and descriptor dropped), and the fuzzer keeps a corpus of
-//! programs that reached module code no earlier program reached, mutating new programs from
-//! it (see `corpus`). Without it, steps follow each other in one stream; with KCOV the points
-//! reached are reported either way, so both modes compare at the same number of calls.
+//! With KCOV (the `cov` kernel), the module points the calls reached are reported as they go.
+//! (A coverage-guided mode, programs mutated from a corpus, was removed: at equal calls it
+//! never reached more of the module than this stream of random steps.)
 //!
 //! Outcomes are checked against what the module promises (e.g. a mapping that succeeds is
 //! exactly one slab at a granted slot; a reader's mapping never becomes writable or
@@ -30,10 +28,10 @@
 
 use nds_abi::sysfs::SYSFS_COUNTERS;
 use neuron_ds_guest_tests::{
-    acquire, corpus::Corpus, device_path, kcov::Collector, kernel_log::KernelLog, metrics_ctrl,
-    offset_device, offset_is_owner, offset_slot, open_device, open_posts, read_available_posts,
-    release, rng::Rng, slab_offset, slots_on, sysfs_core_count, sysfs_device, DsInfo, ACQUIRE,
-    METRICS_CTRL, METRICS_ENABLE, RELEASE, SLAB_SIZE, SLOTS,
+    acquire, device_path, kcov::Collector, kernel_log::KernelLog, metrics_ctrl, offset_device,
+    offset_is_owner, offset_slot, open_device, open_posts, read_available_posts, release, rng::Rng,
+    slab_offset, slots_on, sysfs_core_count, sysfs_device, DsInfo, ACQUIRE, METRICS_CTRL,
+    METRICS_ENABLE, RELEASE, SLAB_SIZE, SLOTS,
 };
 use std::{
     collections::{BTreeMap, BTreeSet, HashSet},
@@ -1027,22 +1025,6 @@ impl Fuzzer {
         self.calls += 1;
     }
 
-    /// Drops every mapping and descriptor and forgets their grants: a program of the guided
-    /// mode starts from here.
-    fn reset(&mut self) {
-        for map in std::mem::take(&mut self.maps) {
-            // SAFETY: our own tracked mapping.
-            unsafe { libc::munmap(map.addr as *mut _, map.len) };
-            self.re_reserve(map.addr, map.len);
-        }
-        for file in self.files.drain(..) {
-            // SAFETY: our own descriptor.
-            unsafe { libc::close(file.fd) };
-        }
-        self.grants.clear();
-        self.tainted.clear();
-    }
-
     /// Unmaps and closes everything the fuzzer holds.
     fn clean_up(&mut self) {
         for map in self.maps.drain(..) {
@@ -1056,7 +1038,7 @@ impl Fuzzer {
     }
 }
 
-/// Coverage of the module so far, for the guided mode's feedback and the progress lines.
+/// Coverage of the module so far, for the progress lines.
 struct Feedback {
     kcov: Collector,
     seen: HashSet<u64>,
@@ -1075,10 +1057,10 @@ impl Feedback {
         self.seen.len() - before
     }
 
-    fn progress(&mut self, calls: u64, mode: &str) {
+    fn progress(&mut self, calls: u64) {
         if calls >= self.next_report {
             println!(
-                "ds-fuzz: {mode}: {calls} calls: {} module points reached",
+                "ds-fuzz: {calls} calls: {} module points reached",
                 self.seen.len()
             );
             self.next_report += self.report_every;
@@ -1089,62 +1071,33 @@ impl Feedback {
 fn main() {
     let mut calls = 20_000u64;
     let mut seed = 0x00F0_22EDu64;
-    let mut guided = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().and_then(|v| v.parse().ok());
         match arg.as_str() {
             "--calls" => calls = value().unwrap_or_else(|| usage()),
             "--seed" => seed = value().unwrap_or_else(|| usage()),
-            "--guided" => guided = true,
             _ => usage(),
         }
     }
-    let mode = if guided { "guided" } else { "random" };
-    println!("ds-fuzz: seed {seed} calls {calls} mode {mode}");
+    println!("ds-fuzz: seed {seed} calls {calls}");
     let mut feedback = Collector::from_env("fuzz").map(|kcov| Feedback {
         kcov,
         seen: HashSet::new(),
         next_report: calls / 10,
         report_every: (calls / 10).max(1),
     });
-    if guided && feedback.is_none() {
-        eprintln!("ds-fuzz: --guided needs KCOV coverage (the cov kernel, NEURON_DS_KCOV_DIR)");
-        exit(2);
-    }
     let mut kernel_log = KernelLog::open().expect("/dev/kmsg");
     let mut fuzzer = Fuzzer::new(seed);
     for device in 0..DEVICES {
         fuzzer.start_helper(device);
     }
     let mut checked = 0;
-    let mut corpus = Corpus::default();
-    let mut programs = 0u64;
-    let mut driver = Rng::new(seed ^ 0x9E37_79B9_7F4A_7C15);
     while fuzzer.calls < calls {
-        if guided {
-            let program = corpus.next_program(&mut driver);
-            fuzzer.reset();
-            let mut new = 0;
-            for &step in &program.0 {
-                fuzzer.rng = Rng::new(step);
-                fuzzer.step();
-                if let Some(feedback) = feedback.as_mut() {
-                    new += feedback.absorb();
-                }
-            }
-            programs += 1;
-            if new > 0 {
-                corpus.add(program);
-            }
-        } else {
-            fuzzer.step();
-            if let Some(feedback) = feedback.as_mut() {
-                feedback.absorb();
-            }
-        }
+        fuzzer.step();
         if let Some(feedback) = feedback.as_mut() {
-            feedback.progress(fuzzer.calls, mode);
+            feedback.absorb();
+            feedback.progress(fuzzer.calls);
         }
         if fuzzer.calls - checked >= 1000 {
             checked = fuzzer.calls;
@@ -1160,11 +1113,8 @@ fn main() {
     if let Some(first) = complaints.first() {
         fuzzer.violation(format!("kernel complaint: {first}"));
     }
-    println!("\n== fuzz figures (seed {seed}, {mode})");
+    println!("\n== fuzz figures (seed {seed})");
     println!("calls                     {}", fuzzer.calls);
-    if guided {
-        println!("programs run / in corpus  {programs} / {}", corpus.len());
-    }
     if let Some(feedback) = feedback.as_mut() {
         feedback.absorb();
         println!("module points reached     {}", feedback.seen.len());
@@ -1207,6 +1157,6 @@ fn reap_by_acquiring(device: usize) -> io::Result<()> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: ds-fuzz [--calls N] [--seed S] [--guided]");
+    eprintln!("usage: ds-fuzz [--calls N] [--seed S]");
     exit(2);
 }
