@@ -119,7 +119,8 @@ impl SysfsFiles for InfoFiles {
 
     /// `-1`, or a decimal number of milliseconds up to a day; surrounding whitespace allowed.
     fn store(&self, _file: usize, input: &[u8]) -> Result {
-        self.device.set_notify_delay(parse_notify_delay(input).ok_or(EINVAL)?)
+        self.device
+            .set_notify_delay(parse_notify_delay(input).ok_or(EINVAL)?)
     }
 }
 
