@@ -88,6 +88,7 @@ use kernel::{
         Mutex, //
     },
     time::{
+        ClockSource,
         Instant,
         Monotonic, //
     },
@@ -254,8 +255,14 @@ impl DeviceState {
         self.reap_exited_owners();
         {
             let mut guard = self.inner.lock();
+            // Taken under the lock, just before the values are: the time a post says it is of.
+            let posted_ns = u64::try_from(Monotonic::ktime_get()).unwrap_or(0);
             let Inner { pool, metrics, .. } = &mut *guard;
-            metrics.post(self.live_slabs(pool).map(|(_, slab)| slab), elapsed_us);
+            metrics.post(
+                self.live_slabs(pool).map(|(_, slab)| slab),
+                elapsed_us,
+                posted_ns,
+            );
         }
         self.posted.notify_all();
     }

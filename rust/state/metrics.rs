@@ -135,11 +135,17 @@ impl MetricsState {
         self.observe(slab);
     }
 
-    /// Ends a period of `elapsed_us` microseconds with `owned` the slabs owned now: posts
-    /// every metric that has something to say into the ring. Nothing in it can fail (values
+    /// Ends a period of `elapsed_us` microseconds, taken at `posted_ns` (`CLOCK_MONOTONIC`),
+    /// with `owned` the slabs owned now: posts every metric that has something to say into the
+    /// ring. Nothing in it can fail (values
     /// are formatted in place), so a period never posts part of its metrics.
     /// While paused, the period only adds to the next post's.
-    pub(crate) fn post(&mut self, owned: impl Iterator<Item = impl SlabValues>, elapsed_us: u64) {
+    pub(crate) fn post(
+        &mut self,
+        owned: impl Iterator<Item = impl SlabValues>,
+        elapsed_us: u64,
+        posted_ns: u64,
+    ) {
         if self.paused {
             self.held_us = self.held_us.saturating_add(elapsed_us);
             return;
@@ -191,7 +197,7 @@ impl MetricsState {
                 _ => None,
             };
             if let Some(text) = text {
-                self.push(def.cw_id, &text);
+                self.push(def.cw_id, &text, posted_ns);
             }
         }
         self.previous = current;
@@ -228,10 +234,11 @@ impl MetricsState {
         })
     }
 
-    fn push(&mut self, cw_id: u8, text: &PostValue) {
+    fn push(&mut self, cw_id: u8, text: &PostValue, posted_ns: u64) {
         self.ring.push(MetricPost {
             seq: 0,
             period: self.period,
+            posted_ns,
             device: self.device,
             cw_id,
             len: text.len(),
@@ -279,7 +286,11 @@ mod tests {
         }
     }
 
-    /// Ends a period and returns the values posted for `cw_id`.
+    /// The time every test period is posted at.
+    const POSTED_NS: u64 = 123_456_789;
+
+    /// Ends a period and returns the values posted for `cw_id`, checking that each post
+    /// carries the period's time.
     fn post_and_read(
         state: &mut MetricsState,
         owned: &[Fake],
@@ -290,7 +301,11 @@ mod tests {
             .read(0, usize::MAX)?
             .last()
             .map_or(1, |p| p.seq + 1);
-        state.post(owned.iter().map(|f| f as &dyn SlabValues), 1_000_000);
+        state.post(
+            owned.iter().map(|f| f as &dyn SlabValues),
+            1_000_000,
+            POSTED_NS,
+        );
         let mut values = KVec::new();
         for post in state
             .ring
@@ -298,6 +313,7 @@ mod tests {
             .iter()
             .filter(|p| p.cw_id == cw_id)
         {
+            assert_eq!(post.posted_ns, POSTED_NS);
             let mut value = KVec::new();
             value.extend_from_slice(post.value_bytes(), GFP_KERNEL)?;
             values.push(value, GFP_KERNEL)?;

@@ -32,6 +32,7 @@ impl PostRing {
         let empty = MetricPost {
             seq: 0,
             period: 0,
+            posted_ns: 0,
             device: 0,
             cw_id: 0,
             len: 0,
@@ -87,6 +88,7 @@ mod tests {
         MetricPost {
             seq: 0,
             period: 1,
+            posted_ns: 0,
             device: 0,
             cw_id,
             len: 0,

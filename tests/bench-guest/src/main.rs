@@ -8,6 +8,7 @@
 //! | RELEASE (aggregation) while four other processes have the slab mapped, every page touched | the same with none |
 //! | RELEASE while another process reads every sysfs counter file in a loop | RELEASE alone, and RELEASE while another process reads the misc device's `dev` attribute in a loop (the same load on the other CPU, no module code) |
 //! | open + read + close of a sysfs total, 1 and 16 live slabs | the same for the misc device's `dev` attribute |
+//! | wakeup of a reader blocked in `read()` of the posts, from the period's stamp | wakeup of a reader blocked in `read()` of a pipe, from the stamp of the thread that writes it after sleeping a period |
 //!
 //! A "null ioctl" is a command the driver does not know: it goes through the whole ioctl path
 //! into the driver and comes back with ENOTTY. Each pair is measured in alternating rounds so
@@ -30,6 +31,8 @@ use nds_abi::ioctl::{
 use nds_abi::layout::{NEURON_DATASTORE_SIZE, NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE};
 use nds_abi::sysfs::{sysfs_counter, SysfsGroup};
 use nds_bench::report::GuestBench;
+
+mod wakeup;
 
 /// The device under test.
 const DEVICE: &str = "/dev/neuron0";
@@ -657,6 +660,19 @@ fn run() -> Result<()> {
         }),
     ])?;
     device.release()?;
+
+    // Last: the pipe's writer is a thread, and the benches above fork.
+    let period = wakeup::metrics_period()?;
+    let mut posts = wakeup::PostWaiter::new()?;
+    let mut pipe = wakeup::PipeWaiter::new(period)?;
+    alternate(&mut [
+        (GuestBench::PostWakeup, &mut || {
+            wakeup::sample(|| posts.wakeup())
+        }),
+        (GuestBench::PipeWakeup, &mut || {
+            wakeup::sample(|| pipe.wakeup())
+        }),
+    ])?;
     io::stdout().flush()
 }
 

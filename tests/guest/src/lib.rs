@@ -114,6 +114,18 @@ pub fn read_available_posts(stream: &mut File) -> Vec<nds_abi::metrics::MetricPo
     }
 }
 
+/// `CLOCK_MONOTONIC` now, in nanoseconds: the clock of a post's `posted_ns`.
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec for the call to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_MONOTONIC)");
+    u64::try_from(now.tv_sec).unwrap() * 1_000_000_000 + u64::try_from(now.tv_nsec).unwrap()
+}
+
 /// Opens `path` read-write, as a producer would.
 pub fn open_device(path: &str) -> io::Result<File> {
     OpenOptions::new().read(true).write(true).open(path)

@@ -3,7 +3,7 @@
 //! or were killed. Needs the module loaded with a short `metrics_period_ms`.
 
 use nds_abi::metrics::{MetricPost, METRIC_POST_SIZE};
-use neuron_ds_guest_tests::{open_posts, read_available_posts, Producer, DEVICE};
+use neuron_ds_guest_tests::{monotonic_ns, open_posts, read_available_posts, Producer, DEVICE};
 use std::{collections::BTreeMap, fs, io::Read, thread, time::Duration};
 
 /// The period the guest loaded the module with (the harness's /module.params).
@@ -43,6 +43,7 @@ fn posted_deltas_add_up_to_what_producers_wrote() {
     thread::sleep(period * 2);
     let drained = read_available_posts(&mut stream);
     let mut last_seq = drained.last().map_or(0, |p| p.seq);
+    let started_ns = monotonic_ns();
 
     // (core, NC index, value): success is cw 200, timeout cw 205, EXT 40 cw 229.
     let a = Producer::start(DEVICE, &[(0, 1, 10), (1, 4, 2)]).unwrap();
@@ -58,9 +59,25 @@ fn posted_deltas_add_up_to_what_producers_wrote() {
     thread::sleep(period * 2);
 
     let posts = read_available_posts(&mut stream);
+    let ended_ns = monotonic_ns();
     for post in &posts {
         assert_eq!(post.seq, last_seq + 1, "no post was dropped");
         last_seq = post.seq;
+        assert!(
+            (started_ns..=ended_ns).contains(&post.posted_ns),
+            "post {} says it was taken at {} ns, outside the test's {started_ns}..={ended_ns}",
+            post.seq,
+            post.posted_ns
+        );
+    }
+    // The posts of one period carry its one time, and later periods later times.
+    for pair in posts.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if a.period == b.period {
+            assert_eq!(a.posted_ns, b.posted_ns, "one period, one time");
+        } else {
+            assert!(b.posted_ns > a.posted_ns, "a later period is taken later");
+        }
     }
     let periods: std::collections::BTreeSet<u64> = posts.iter().map(|p| p.period).collect();
     println!("{} posts over {} periods", posts.len(), periods.len());

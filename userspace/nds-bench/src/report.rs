@@ -101,11 +101,16 @@ pub enum GuestBench {
     SysfsTotalSixteenLive,
     /// open + read + close of the node's misc device `dev` attribute.
     SysfsDev,
+    /// Wakeup of a reader blocked in `read()` of the metric posts, from the period's stamp.
+    PostWakeup,
+    /// Wakeup of a reader blocked in `read()` of a pipe, from the stamp of the thread that
+    /// writes it after sleeping one metrics period.
+    PipeWakeup,
 }
 
 impl GuestBench {
     /// Every guest measurement.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::AttachCycle,
         Self::AttachFloor,
         Self::ReleaseOneLive,
@@ -116,6 +121,8 @@ impl GuestBench {
         Self::SysfsTotalOneLive,
         Self::SysfsTotalSixteenLive,
         Self::SysfsDev,
+        Self::PostWakeup,
+        Self::PipeWakeup,
     ];
 
     /// The key on its `BENCH` line.
@@ -132,6 +139,8 @@ impl GuestBench {
             Self::SysfsTotalOneLive => "sysfs-total-1",
             Self::SysfsTotalSixteenLive => "sysfs-total-16",
             Self::SysfsDev => "sysfs-dev",
+            Self::PostWakeup => "post-wakeup",
+            Self::PipeWakeup => "pipe-wakeup",
         }
     }
 
@@ -365,6 +374,12 @@ pub fn rows() -> Vec<Row> {
             GuestBench::ReleaseUnderSysfsReads,
             GuestBench::ReleaseUnderOtherReads,
             Goal::AtMost(1.10),
+        ),
+        (
+            "blocked read woken by a post / by a pipe write",
+            GuestBench::PostWakeup,
+            GuestBench::PipeWakeup,
+            Goal::AtMost(1.5),
         ),
         (
             "sysfs total read, 1 live / misc dev attr",
