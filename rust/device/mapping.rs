@@ -153,10 +153,8 @@ impl DeviceState {
         }
         let inner = self.inner.lock();
         if inner.pool.shows(window.slot, fault.tag()) {
-            return match self.slab(window.slot).pages().get(page) {
-                Some(page) => fault.insert(page),
-                None => Fault::sigbus(),
-            };
+            // The whole window at once: an attaching process touches every page of it.
+            return fault.insert_around(self.slab(window.slot).pages(), page);
         }
         match (window.access, self.zeros.pages().first()) {
             (Access::Read, Some(zeros)) => fault.insert(zeros),

@@ -20,6 +20,9 @@ use kernel::{
     prelude::*,
 };
 
+/// Pages [`Fault::insert_around`] maps per page-table lock.
+const INSERT_BATCH: usize = 16;
+
 /// Bytes per page, as a file offset.
 const PAGE_BYTES: u64 = PAGE_SIZE as u64;
 const _: () = assert!(PAGE_SIZE.is_power_of_two() && PAGE_BYTES as usize == PAGE_SIZE);
@@ -118,6 +121,58 @@ impl<'a> Fault<'a> {
             Err(err) if err == ENOMEM => FaultOutcome(bindings::vm_fault_reason_VM_FAULT_OOM),
             Err(_) => Self::sigbus(),
         }
+    }
+
+    /// Answers the fault with `pages[index]`, and maps the other pages of `pages` that fall
+    /// inside the VMA at their places around it, as if `pages` were mapped contiguously with
+    /// `pages[index]` at the faulting address (fault-around, as TTM prefaults a buffer object):
+    /// a process touching every page of a range then faults once, not once per page, and the
+    /// pages go in by batches of [`INSERT_BATCH`] under one page-table lock. Only the faulting
+    /// page's outcome is reported; another page that cannot be mapped (already mapped, no
+    /// memory) is left to its own fault. `SIGBUS` if `index` is outside `pages`.
+    pub(crate) fn insert_around(&self, pages: &[Page], index: usize) -> FaultOutcome {
+        let Some(faulting) = pages.get(index) else {
+            return Self::sigbus();
+        };
+        let Some(mixed) = self.vma.as_mixedmap_vma() else {
+            return Self::sigbus();
+        };
+        // The faulting address is inside the VMA (type invariant): pages before and after it.
+        let before = self.address.saturating_sub(self.vma.start()) / PAGE_SIZE;
+        let after = self.vma.end().saturating_sub(self.address) / PAGE_SIZE;
+        let first = index.saturating_sub(before);
+        let end = index.saturating_add(after).min(pages.len());
+        let mut address = self.address - (index - first) * PAGE_SIZE;
+        for batch in pages.get(first..end).unwrap_or(&[]).chunks(INSERT_BATCH) {
+            let mut raw = [core::ptr::null_mut(); INSERT_BATCH];
+            for (slot, page) in raw.iter_mut().zip(batch) {
+                *slot = page.as_ptr();
+            }
+            let mut left = batch.len() as kernel::ffi::c_ulong;
+            // SAFETY: the VMA is read-locked for the fault (type invariant) and is
+            // `VM_MIXEDMAP` (`mixed`); the `batch.len()` pages from `address` on lie inside it
+            // (`first` and `end` are bounded by the pages before and after the faulting one);
+            // `raw` holds that many pointers to pages borrowed from `pages` for the call, each
+            // of which the core takes its own reference to when it maps it; `left` is the
+            // in/out count.
+            let failed = unsafe {
+                bindings::vm_insert_pages(
+                    self.vma.as_ptr(),
+                    address as kernel::ffi::c_ulong,
+                    raw.as_mut_ptr(),
+                    &mut left,
+                )
+            } != 0;
+            if failed {
+                // It stopped at the first page it could not map: the rest one by one.
+                let done = batch.len().saturating_sub(left as usize);
+                for (i, page) in batch.iter().enumerate().skip(done) {
+                    let _ = mixed.vm_insert_page(address + i * PAGE_SIZE, page);
+                }
+            }
+            address += batch.len() * PAGE_SIZE;
+        }
+        self.insert(faulting)
     }
 
     /// Answers the fault with `SIGBUS` for the faulting task.

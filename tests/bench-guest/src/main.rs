@@ -16,6 +16,8 @@
 //! round gives one sample (the mean of one batch) and the median sample is printed as a line
 //! `BENCH <key> <ns per op> <samples>` that `nds-bench-report` reads.
 //!
+//! Its one argument is the `metrics_period_ms` the module was loaded with.
+//!
 //! Nothing is asserted about timings; the binary fails only when a system call does.
 
 use std::ffi::c_void;
@@ -507,8 +509,11 @@ impl Readers {
 
 impl Drop for Readers {
     fn drop(&mut self) {
-        for (pid, output, input) in self.0.drain(..) {
-            drop((output, input));
+        // Every reader inherited the command pipes of the readers forked before it, so a
+        // reader sees the end of its commands only once all are closed: close them all before
+        // waiting for any.
+        let pids: Vec<_> = self.0.drain(..).map(|(pid, _output, _input)| pid).collect();
+        for pid in pids {
             let mut status = 0;
             // SAFETY: waiting for our own child, whose command pipe is closed now.
             unsafe { libc::waitpid(pid, &mut status, 0) };

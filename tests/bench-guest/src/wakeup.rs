@@ -34,20 +34,16 @@ fn monotonic_ns() -> u64 {
     u64::try_from(now.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(now.tv_nsec).unwrap_or(0)
 }
 
-/// The module's metrics period, from its parameter.
+/// The module's metrics period: the binary's argument, the `metrics_period_ms` the module was
+/// loaded with (the parameter is not readable in sysfs).
 pub(crate) fn metrics_period() -> Result<Duration> {
-    let path = "/sys/module/neuron_ds/parameters/metrics_period_ms";
-    let text = context(std::fs::read_to_string(path), path)?;
-    let ms: u64 = text
-        .trim()
-        .parse()
-        .map_err(|_| io::Error::other(format!("{path}: {text:?} is not a number")))?;
-    if ms == 0 {
-        return Err(io::Error::other(
-            "the module posts no metrics (metrics_period_ms=0)",
-        ));
+    let argument = std::env::args().nth(1).unwrap_or_default();
+    match argument.parse::<u64>() {
+        Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        _ => Err(io::Error::other(format!(
+            "usage: nds-bench-guest <metrics_period_ms of the loaded module>, not {argument:?}"
+        ))),
     }
-    Ok(Duration::from_millis(ms))
 }
 
 /// Sets or clears `O_NONBLOCK` on `file`.
