@@ -296,7 +296,7 @@ fn a_slab_of_random_bytes_yields_a_valid_document() {
     let path = slab_path(&scratch.slabs(), 0, 4501);
     std::fs::write(&path, &bytes).unwrap();
     let t0 = Instant::now();
-    let mut monitor = scratch.monitor(t0);
+    let mut monitor = scratch.monitor(t0).with_counters();
     assert!(monitor.poll(t0).is_none());
     let document = monitor.poll(t0 + SECOND).unwrap();
     let entry = entry(&document, 4501);
@@ -304,7 +304,7 @@ fn a_slab_of_random_bytes_yields_a_valid_document() {
     assert!(entry.report.nds_counters.is_some());
     let values = vec![serde_json::to_value(&document).unwrap()];
     validate(&values);
-    let exposition = nds_monitor::prometheus::render(&document);
+    let exposition = nds_monitor::prometheus::render(&document, monitor.counters());
     assert!(exposition.contains("nds_runtime_status_total"));
 }
 
