@@ -96,6 +96,12 @@ impl LatencyReservoir {
         self.total.seen
     }
 
+    /// Samples kept now, both kinds together.
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.total.kept.len() + self.device.kept.len()
+    }
+
     /// The period's samples, starting the next period empty.
     pub fn take(&mut self) -> LatencySamples {
         LatencySamples {

@@ -43,6 +43,32 @@ fn wants(plan: &Plan, tag: &str) -> Wants {
     })
 }
 
+/// Entries of ended slabs waiting for the next report: at most [`MAX_ENDED`], the oldest
+/// dropped (and counted) beyond.
+#[derive(Debug, Default)]
+struct EndedQueue {
+    entries: VecDeque<RuntimeEntry>,
+    dropped: u64,
+}
+
+impl EndedQueue {
+    fn push(&mut self, entry: RuntimeEntry) {
+        if self.entries.len() >= MAX_ENDED {
+            self.entries.pop_front();
+            self.dropped += 1;
+        }
+        self.entries.push_back(entry);
+    }
+
+    /// The entries, and how many were dropped, since the last take.
+    fn take(&mut self) -> (VecDeque<RuntimeEntry>, u64) {
+        (
+            std::mem::take(&mut self.entries),
+            std::mem::take(&mut self.dropped),
+        )
+    }
+}
+
 /// The exporter's own series.
 #[derive(Debug)]
 struct ExporterSeries {
@@ -78,9 +104,7 @@ pub struct Monitor {
     schedule: Schedule,
     attachments: BTreeMap<SlabKey, Attachment>,
     /// Entries for slabs that stopped being their process's, waiting for the next report.
-    ended: VecDeque<RuntimeEntry>,
-    /// Ended entries dropped since the last report because [`MAX_ENDED`] were waiting.
-    ended_dropped: u64,
+    ended: EndedQueue,
     system: SystemBaselines,
     instance: InstanceMetadata,
     ticks_per_second: u64,
@@ -114,8 +138,7 @@ impl Monitor {
             source,
             plan,
             attachments: BTreeMap::new(),
-            ended: VecDeque::new(),
-            ended_dropped: 0,
+            ended: EndedQueue::default(),
             instance,
             ticks_per_second: host::clock_ticks_per_second(),
             failures: Vec::new(),
@@ -156,6 +179,16 @@ impl Monitor {
     #[must_use]
     pub fn attached(&self) -> usize {
         self.attachments.len()
+    }
+
+    /// Latency samples held for the next reports (at most
+    /// [`RESERVOIR_CAPACITY`](crate::latency::RESERVOIR_CAPACITY) of each kind per process).
+    #[must_use]
+    pub fn latency_samples_held(&self) -> usize {
+        self.attachments
+            .values()
+            .map(|attachment| attachment.latency.held())
+            .sum()
     }
 
     /// `instance_info` as the next report will show it (the metadata is queried in the
@@ -311,11 +344,7 @@ impl Monitor {
             }
             attachment.feeds.release(&mut exporter.counters);
         }
-        if self.ended.len() >= MAX_ENDED {
-            self.ended.pop_front();
-            self.ended_dropped += 1;
-        }
-        self.ended.push_back(entry);
+        self.ended.push(entry);
     }
 
     /// Attaches new owners and ends attachments whose slab changed hands.
@@ -433,14 +462,12 @@ impl Monitor {
             let entry = report::runtime_entry(attachment, reading, rule, &mut context);
             document.neuron_runtime_data.push(entry);
         }
-        if self.ended_dropped > 0 {
+        let (ended, dropped) = self.ended.take();
+        if dropped > 0 {
             log::warn!(
-                "{} ended slabs were not reported: more than {MAX_ENDED} ended in one period",
-                self.ended_dropped
+                "{dropped} ended slabs were not reported: more than {MAX_ENDED} ended in one period"
             );
-            self.ended_dropped = 0;
         }
-        let ended = std::mem::take(&mut self.ended);
         document.neuron_runtime_data.extend(
             ended
                 .into_iter()
@@ -474,5 +501,26 @@ impl Monitor {
             due.len()
         );
         document
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ended_entries_are_capped() {
+        let mut queue = EndedQueue::default();
+        for pid in 0..i32::try_from(MAX_ENDED).unwrap() + 10 {
+            queue.push(RuntimeEntry {
+                pid,
+                ..RuntimeEntry::default()
+            });
+        }
+        let (entries, dropped) = queue.take();
+        assert_eq!((entries.len(), dropped), (MAX_ENDED, 10));
+        assert_eq!(entries.front().map(|e| e.pid), Some(10), "the oldest went");
+        let (entries, dropped) = queue.take();
+        assert_eq!((entries.len(), dropped), (0, 0));
     }
 }
