@@ -240,6 +240,10 @@ fn hostile_clients_stop_no_scrape_and_grow_no_memory() {
         "the request line was refused before its end"
     );
     assert!(
+        never_reads_cut,
+        "the client that never reads still held its connection"
+    );
+    assert!(
         rss_after < rss_before + 8 * 1024,
         "RSS grew from {rss_before} to {rss_after} KiB"
     );
