@@ -124,14 +124,11 @@ impl Attachment {
         let Some(found) = found else {
             return true;
         };
-        if found.owner != self.owner || self.store.file_truncated() {
+        if found.owner != self.owner || self.truncated(Some(found)) {
             return true;
         }
         match (found.file, self.candidate.file) {
-            (Some(now), Some(then)) => {
-                now.inode != then.inode
-                    || usize::try_from(now.len).is_ok_and(|len| len < self.store.mapped_len())
-            }
+            (Some(now), Some(then)) => now.inode != then.inode,
             _ => false,
         }
     }
@@ -154,14 +151,26 @@ impl Attachment {
         }
     }
 
+    /// Whether the slab file shrank under the reader: a read faulted, or discovery's `found`
+    /// shows it shorter than the mapping.
+    fn truncated(&self, found: Option<&Candidate>) -> bool {
+        let shorter = found
+            .and_then(|candidate| candidate.file)
+            .is_some_and(|file| {
+                usize::try_from(file.len).is_ok_and(|len| len < self.store.mapped_len())
+            });
+        shorter || self.store.file_truncated()
+    }
+
     /// Why the attachment ended and the entry saying so, now that the slab shows
-    /// `generation` and the slot table `owner_now` (`None`: the slot is free or the file gone).
+    /// `generation` and discovery `found` (`None`: the slot is free or the file gone).
     #[must_use]
     pub fn ended(
         &self,
         generation: Option<u64>,
-        owner_now: Option<Owner>,
+        found: Option<&Candidate>,
     ) -> (EndReason, RuntimeEntry) {
+        let owner_now: Option<Owner> = found.map(|candidate| candidate.owner);
         let pid = self.owner.pid;
         let generations = match (self.generation, generation) {
             (Some(from), Some(to)) if from != to => format!(" (generation {from} -> {to})"),
@@ -169,7 +178,7 @@ impl Attachment {
         };
         let withheld = "; numbers withheld, they are not this process's";
         let released = "; its counters went to the kernel's totals";
-        if self.store.file_truncated() {
+        if self.truncated(found) {
             let reason = format!("slab file truncated under the monitor{withheld}");
             return (EndReason::Truncated, self.entry(reason));
         }

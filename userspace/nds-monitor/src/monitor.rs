@@ -27,7 +27,7 @@ use crate::labels;
 use crate::report::{self, RuntimeContext, SystemBaselines, SystemContext};
 use crate::schedule::{GroupId, Schedule};
 use crate::snapshot::{observe, sample_latencies, Observation, SlabReading};
-use crate::source::{Owner, SlabKey, Source};
+use crate::source::{Candidate, SlabKey, Source};
 
 /// Ended slabs kept for the next report at most; beyond, the oldest are only counted.
 pub const MAX_ENDED: usize = 1024;
@@ -325,12 +325,12 @@ impl Monitor {
         }
     }
 
-    /// Ends the attachment at `key`: the slab now shows `owner_now` in discovery.
-    fn end(&mut self, key: &SlabKey, generation: Option<u64>, owner_now: Option<Owner>) {
+    /// Ends the attachment at `key`: discovery now finds `found` there.
+    fn end(&mut self, key: &SlabKey, generation: Option<u64>, found: Option<&Candidate>) {
         let Some(attachment) = self.attachments.remove(key) else {
             return;
         };
-        let (reason, entry) = attachment.ended(generation, owner_now);
+        let (reason, entry) = attachment.ended(generation, found);
         log::info!(
             "pid {} ({:?}) at {}: {}",
             entry.pid,
@@ -362,7 +362,7 @@ impl Monitor {
                 .attachments
                 .get(&key)
                 .and_then(|attachment| attachment.store.slab_generation());
-            self.end(&key, generation, found.get(&key).map(|c| c.owner));
+            self.end(&key, generation, found.get(&key));
         }
         let mut failures = Vec::new();
         for (key, candidate) in found {
@@ -419,7 +419,7 @@ impl Monitor {
             }
         }
         for (key, generation) in moved {
-            self.end(&key, generation, after.get(&key).map(|c| c.owner));
+            self.end(&key, generation, after.get(&key));
         }
         readings
     }
