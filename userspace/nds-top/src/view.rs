@@ -60,6 +60,21 @@ pub struct View {
     pub notes: Vec<String>,
 }
 
+/// `text` (written by whoever owns a slab) fit for a terminal: control characters, which
+/// could carry escape sequences, are shown escaped.
+#[must_use]
+pub fn printable(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
+}
+
 /// The tabs of a report: "all", then one per process with a live slab.
 #[must_use]
 pub fn tabs(document: &MonitorDocument) -> Vec<Tab> {
@@ -68,7 +83,7 @@ pub fn tabs(document: &MonitorDocument) -> Vec<Tab> {
         pid: None,
     }];
     tabs.extend(live(document).map(|entry| Tab {
-        title: entry.neuron_runtime_tag.clone(),
+        title: printable(&entry.neuron_runtime_tag),
         pid: Some(entry.pid),
     }));
     tabs
@@ -186,7 +201,11 @@ pub fn view(document: &MonitorDocument, tab: usize) -> View {
                 let running = if model.is_running { " *" } else { "" };
                 view.models.push(ModelNode {
                     key: format!("{}:{}", entry.pid, model.model_id),
-                    label: format!("{} #{}{owner}{running}", model.name, model.model_id),
+                    label: format!(
+                        "{} #{}{owner}{running}",
+                        printable(&model.name),
+                        model.model_id
+                    ),
                     children: model
                         .subgraphs
                         .iter()
@@ -212,7 +231,7 @@ pub fn view(document: &MonitorDocument, tab: usize) -> View {
         .neuron_runtime_data
         .iter()
         .filter(|entry| !entry.error.is_empty())
-        .map(|entry| format!("pid {}: {}", entry.pid, entry.error))
+        .map(|entry| format!("pid {}: {}", entry.pid, printable(&entry.error)))
         .collect();
     view
 }
