@@ -55,7 +55,8 @@ fn die_on_sigpipe() {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     die_on_sigpipe();
-    if !cli.once && !(io::stdin().is_terminal() && io::stdout().is_terminal()) {
+    let terminal = io::stdin().is_terminal() && io::stdout().is_terminal();
+    if !(cli.once || terminal) {
         eprintln!(
             "nds-top: the interactive view needs a terminal on standard input and output \
              (--once prints one frame as text)"
