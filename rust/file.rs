@@ -1,37 +1,44 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One open file of a device node: the ioctls, `mmap` of what an ACQUIRE through the file
-//! granted, `read` of the metric posts, and the release of its group's slab on the group's last
-//! close.
+//! granted and the faults of those mappings, `read` of the metric posts, and the release of its
+//! group's slab on the group's last close.
 
 use crate::{
     abi::{
         ioctl::{
+            MetricsMode,
             NeuronDsInfo,
+            NeuronMetricsCtrl,
             NEURON_IOCTL_ACQUIRE_NEURON_DS,
+            NEURON_IOCTL_METRICS_CTRL,
             NEURON_IOCTL_RELEASE_NEURON_DS, //
         },
         metrics::METRIC_POST_SIZE,
     },
     device::{
-        decode_mmap_offset,
-        mmap_offset,
         Access,
         Acquired,
         DeviceState,
+        Window,
         SLAB_SIZE, //
     },
     shim::{
         misc::{
-            MiscRegistration,
-            WithData, //
+            file_position,
+            is_nonblocking,
+            MiscFile,
+            PollEvents, //
         },
+        shared_mapping::SharedMapping,
+        thread_group::ThreadGroup,
         vma::{
             self,
-            VmaTicket, //
+            Fault,
+            FaultOutcome, //
         },
     },
-    state::slots::SLOT_COUNT,
+    state::slots::PerSlot,
 };
 use kernel::{
     fs::{
@@ -39,18 +46,13 @@ use kernel::{
         Kiocb, //
     },
     iov::IovIterDest,
-    miscdevice::{
-        MiscDevice,
-        MiscDeviceRegistration, //
-    },
     mm::virt::VmaNew,
     new_mutex,
-    page::PAGE_SIZE,
     prelude::*,
-    sync::{aref::ARef, Arc, Mutex},
-    task::{
-        Kuid,
-        Task, //
+    sync::{
+        poll::PollTable,
+        Arc,
+        Mutex, //
     },
     uaccess::{
         UserPtr,
@@ -61,8 +63,9 @@ use kernel::{
 /// A slab this file may map, granted by an ACQUIRE through it.
 #[derive(Clone, Copy)]
 struct Grant {
-    /// The slot's generation at the ACQUIRE; a mapping after the slab was released is refused.
-    generation: u64,
+    /// The view of the slab the grant maps (see `device`); a mapping after the slab was
+    /// released, or its view renewed, is refused.
+    view: u64,
     /// Granted to the owner, who may map the owner's window.
     owner: bool,
 }
@@ -71,15 +74,11 @@ struct Grant {
 #[pin_data]
 pub(crate) struct OpenFile {
     device: Arc<DeviceState>,
-    /// Leader of the thread group that opened the file.
-    opener: ARef<Task>,
+    /// The thread group that opened the file.
+    opener: ThreadGroup,
     /// What the file may map, per slot. Never held together with the device lock.
     #[pin]
-    grants: Mutex<[Option<Grant>; SLOT_COUNT]>,
-}
-
-impl WithData for OpenFile {
-    type Data = Arc<DeviceState>;
+    grants: Mutex<PerSlot<Option<Grant>>>,
 }
 
 impl OpenFile {
@@ -96,24 +95,20 @@ impl OpenFile {
     /// process's slab, for reading unless it is the caller's own.
     fn acquire_ioctl(&self, arg: usize) -> Result<isize> {
         let mut info = Self::read_arg(arg)?;
-        let acquired = match info.pid {
-            0 => {
-                let caller = current!();
-                self.device
-                    .acquire_own(caller.group_leader(), Kuid::current_euid())?
-            }
+        let Acquired { slot, view, owner } = match info.pid {
+            0 => self.device.acquire_own()?,
             pid if pid < 0 => return Err(EINVAL),
             pid => self.device.acquire_pid(pid)?,
         };
-        let Acquired {
-            slot,
-            generation,
-            owner,
-        } = acquired;
-        *self.grants.lock().get_mut(slot).ok_or(EINVAL)? = Some(Grant { generation, owner });
+        self.grants.lock()[slot] = Some(Grant { view, owner });
         let access = if owner { Access::Owner } else { Access::Read };
-        info.mmap_offset = mmap_offset(self.device.config().index, slot, access);
-        info.size = u32::try_from(SLAB_SIZE)?;
+        info.mmap_offset = Window {
+            device: self.device.config().index,
+            slot,
+            access,
+        }
+        .offset();
+        info.size = SLAB_SIZE as u32;
         UserSlice::new(
             UserPtr::from_addr(arg),
             core::mem::size_of::<NeuronDsInfo>(),
@@ -123,92 +118,68 @@ impl OpenFile {
         Ok(0)
     }
 
+    /// `METRICS_CTRL`: pauses or resumes the device's periodic metrics posting. An unknown
+    /// mode is `EINVAL`, or ignored (0, as the original does) with
+    /// `metrics_ctrl_accept_unknown=1`.
+    fn metrics_ctrl_ioctl(&self, arg: usize) -> Result<isize> {
+        let mut bytes = [0u8; core::mem::size_of::<NeuronMetricsCtrl>()];
+        UserSlice::new(UserPtr::from_addr(arg), bytes.len())
+            .reader()
+            .read_slice(&mut bytes)?;
+        let ctrl = NeuronMetricsCtrl::read_from_bytes(&bytes).map_err(|_| EINVAL)?;
+        match MetricsMode::from_raw(ctrl.mode) {
+            Some(mode) => self
+                .device
+                .set_metrics_paused(mode == MetricsMode::PeriodicDisable),
+            None if self.device.config().accept_unknown_metrics_modes => {}
+            None => return Err(EINVAL),
+        }
+        Ok(0)
+    }
+
     /// `RELEASE_NEURON_DS`: the owner's slab is aggregated, zeroed and freed; a release of
     /// someone else's pid is a no-op that succeeds (readers call it when they detach).
     fn release_ioctl(&self, arg: usize) -> Result<isize> {
         let info = Self::read_arg(arg)?;
-        let caller = current!();
-        let leader = caller.group_leader();
-        let own_pid = leader.tgid_nr_ns(caller.active_pid_ns());
+        let me = ThreadGroup::current()?;
+        let own_pid = me.nr_in(current!().active_pid_ns());
         match info.pid {
             pid if pid < 0 => Err(EINVAL),
             pid if pid == 0 || pid == own_pid => {
-                self.device.release_own(leader)?;
+                self.device.release_own(&me)?;
                 Ok(0)
             }
             _ => Ok(0),
         }
     }
-
-    /// Checks a new mapping against this file's grants and the slab's state, and sets its
-    /// protection: the owner's window may be writable; a reader's never is. Returns the slot,
-    /// and for the owner's window the ticket that counts the mapping.
-    fn authorize_mapping(&self, vma: &VmaNew) -> Result<(usize, Option<VmaTicket>)> {
-        if vma.end() - vma.start() != SLAB_SIZE {
-            return Err(EINVAL);
-        }
-        let offset = vma::offset(vma).ok_or(EINVAL)?;
-        let (device, slot, access) = decode_mmap_offset(offset).ok_or(EINVAL)?;
-        if device != self.device.config().index {
-            return Err(EINVAL);
-        }
-        let grant = self
-            .grants
-            .lock()
-            .get(slot)
-            .copied()
-            .flatten()
-            .ok_or(EINVAL)?;
-        vma.try_clear_mayexec().map_err(|_| EPERM)?;
-        let ticket = match access {
-            Access::Owner => {
-                if !grant.owner {
-                    return Err(EINVAL);
-                }
-                let caller = current!();
-                let mm = caller.mm().ok_or(EINVAL)?;
-                self.device
-                    .authorize_mapping(slot, grant.generation, Some(mm))?
-            }
-            Access::Read => {
-                self.device
-                    .authorize_mapping(slot, grant.generation, None)?;
-                if !vma.writable() {
-                    vma.try_clear_maywrite()?;
-                } else if self.device.config().strict_reader_mappings {
-                    return Err(EPERM);
-                } else {
-                    vma::make_read_only(vma);
-                }
-                None
-            }
-        };
-        Ok((slot, ticket))
-    }
 }
 
-#[vtable]
-impl MiscDevice for OpenFile {
-    type Ptr = Pin<KBox<Self>>;
+const _: () = assert!(SLAB_SIZE <= u32::MAX as usize);
 
-    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
-        let device = MiscRegistration::open(file, misc)?.data().clone();
-        let opener = ARef::from(current!().group_leader());
-        let (file_device, file_opener) = (device.clone(), opener.clone());
+impl MiscFile for OpenFile {
+    type Data = Arc<DeviceState>;
+
+    fn open(device: &Arc<DeviceState>) -> Result<Pin<KBox<Self>>> {
+        let opener = ThreadGroup::current()?;
+        let counted = opener.clone();
         let file = KBox::try_pin_init(
             try_pin_init!(Self {
-                device: file_device,
-                opener: file_opener,
-                grants <- new_mutex!([None; SLOT_COUNT]),
+                device: device.clone(),
+                opener,
+                grants <- new_mutex!(PerSlot::from_fn(|_| None)),
             }),
             GFP_KERNEL,
         )?;
         // Counted last: if anything above failed, there is nothing to undo.
-        device.add_opener(&opener)?;
+        device.add_opener(&counted)?;
         Ok(file)
     }
 
-    fn release(this: Pin<KBox<Self>>, _file: &File) {
+    fn mapping(&self) -> &SharedMapping {
+        self.device.mapping()
+    }
+
+    fn release(this: Pin<KBox<Self>>) {
         // The file is gone, and with it every mapping made through it (a mapping holds its
         // file): when it was its group's last, the group's slab goes too.
         if this.device.remove_opener(&this.opener) {
@@ -218,28 +189,33 @@ impl MiscDevice for OpenFile {
         }
     }
 
-    fn ioctl(me: Pin<&OpenFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+    fn ioctl(this: Pin<&Self>, cmd: u32, arg: usize) -> Result<isize> {
         // The original matches the full command value; the size it encodes is a pointer's,
         // not the argument's, so the argument's own size is used for the copies.
         match cmd {
-            NEURON_IOCTL_ACQUIRE_NEURON_DS => me.acquire_ioctl(arg),
-            NEURON_IOCTL_RELEASE_NEURON_DS => me.release_ioctl(arg),
+            NEURON_IOCTL_ACQUIRE_NEURON_DS => this.acquire_ioctl(arg),
+            NEURON_IOCTL_RELEASE_NEURON_DS => this.release_ioctl(arg),
+            NEURON_IOCTL_METRICS_CTRL => this.metrics_ctrl_ioctl(arg),
             _ => Err(ENOTTY),
         }
     }
 
     /// Returns the metric posts from the file position on, whole [`MetricPost`]s only; the
-    /// position is the next sequence number wanted (0: from the oldest kept).
+    /// position is the next sequence number wanted (0: from the oldest kept). Waits for a post
+    /// when there is none yet, unless the read must not wait (`EAGAIN`).
     ///
     /// [`MetricPost`]: crate::abi::metrics::MetricPost
-    fn read_iter(mut kiocb: Kiocb<'_, Self::Ptr>, iov: &mut IovIterDest<'_>) -> Result<usize> {
+    fn read_iter(
+        mut kiocb: Kiocb<'_, Pin<KBox<Self>>>,
+        iov: &mut IovIterDest<'_>,
+    ) -> Result<usize> {
         let max = iov.len() / METRIC_POST_SIZE;
         if max == 0 {
             return Err(EINVAL);
         }
         let device = kiocb.file().device.clone();
         let from = u64::try_from(*kiocb.ki_pos_mut()).unwrap_or(0);
-        let posts = device.read_posts(from, max)?;
+        let posts = device.wait_for_posts(from, max, is_nonblocking(&kiocb))?;
         let mut copied = 0;
         for post in posts.iter() {
             let bytes = post.as_bytes();
@@ -252,26 +228,56 @@ impl MiscDevice for OpenFile {
         Ok(copied)
     }
 
-    /// Maps the slab pages. They are inserted after the checks, without the device lock: a
-    /// writable mapping's address space was recorded under the lock, and a release revokes it
-    /// only after taking that address space's mmap lock, which this `mmap` holds until the
-    /// mapping is complete. A read-only mapping that races with a release shows the slab's next
-    /// state, which the generation word tells readers about.
-    fn mmap(me: Pin<&OpenFile>, _file: &File, vma: &VmaNew) -> Result {
-        let (slot, ticket) = me.authorize_mapping(vma)?;
+    /// Readable once a post past the file position exists.
+    fn poll(this: Pin<&Self>, file: &File, table: PollTable<'_>) -> PollEvents {
+        let from = u64::try_from(file_position(file)).unwrap_or(0);
+        if this.device.poll_posts(file, &table, from) {
+            PollEvents::READABLE
+        } else {
+            PollEvents::NONE
+        }
+    }
+
+    /// Checks a new mapping against this file's grants and sets its protection: the owner's
+    /// window may be writable; a reader's never is. No page is inserted here: each is inserted
+    /// by [`OpenFile::fault`] when first touched, while the mapping's view lasts.
+    fn mmap(this: Pin<&Self>, area: &VmaNew) -> Result<u64> {
+        if area.end() - area.start() != SLAB_SIZE {
+            return Err(EINVAL);
+        }
+        let window = vma::offset(area).and_then(Window::at).ok_or(EINVAL)?;
+        if window.device != this.device.config().index {
+            return Err(EINVAL);
+        }
+        let grant = this.grants.lock()[window.slot].ok_or(EINVAL)?;
+        area.try_clear_mayexec().map_err(|_| EPERM)?;
+        match window.access {
+            Access::Owner if !grant.owner => return Err(EINVAL),
+            Access::Owner => {}
+            Access::Read if !area.writable() => area.try_clear_maywrite()?,
+            Access::Read if this.device.config().strict_reader_mappings => return Err(EPERM),
+            Access::Read => vma::make_read_only(area),
+        }
         // VM_IO keeps the mapping out of fork for good (VM_DONTCOPY alone can be undone with
-        // madvise) and out of get_user_pages.
-        vma.set_io();
-        vma.set_dontcopy();
-        vma.set_dontexpand();
-        vma.set_dontdump();
-        let mixed = vma.set_mixedmap();
-        for (index, page) in me.device.slab(slot)?.pages().iter().enumerate() {
-            mixed.vm_insert_page(vma.start() + index * PAGE_SIZE, page)?;
+        // madvise) and out of get_user_pages, so no page reference outlives the mapping's view.
+        area.set_io();
+        area.set_dontcopy();
+        area.set_dontexpand();
+        area.set_dontdump();
+        area.set_mixedmap();
+        let view = this
+            .device
+            .authorize_mapping(window.slot, window.access, grant.view)?;
+        if view != grant.view {
+            // The owner's new image started a new view: this grant follows it.
+            if let Some(current) = this.grants.lock()[window.slot].as_mut() {
+                current.view = view;
+            }
         }
-        if let Some(ticket) = ticket {
-            ticket.attach(vma);
-        }
-        Ok(())
+        Ok(view)
+    }
+
+    fn fault(this: Pin<&Self>, fault: &Fault<'_>) -> FaultOutcome {
+        this.device.fault(fault)
     }
 }

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One registered device: its node `/dev/<name><index>`, its sysfs tree in the device class,
-//! and its workers.
+//! One device: its state, its sysfs tree in the device class, its workers, and its node
+//! `/dev/<name><index>`.
+//!
+//! A device is built in two steps, so that a module can make every device before any node
+//! appears: [`NeuronDevice::new`] makes everything but the node, [`NeuronDevice::register_node`]
+//! registers the node, refusing opens until [`NeuronDevice::start_serving`].
 
 use crate::{
     device::{
         DeviceConfig,
-        DeviceState, //
+        DeviceState,
+        NOTIFY_WORK,
+        SCRUB_WORK, //
     },
     file::OpenFile,
     metrics_worker::MetricsHandle,
@@ -23,59 +29,77 @@ use kernel::{
     sync::Arc, //
 };
 
-/// One registered device.
+/// One device.
 ///
-/// Its parts go away in declaration order: the metrics worker first (it releases slabs), then
-/// the sysfs tree, then the node. By then no file is open (each holds the module), so no
-/// release is running; the zeroing work one may have queued is cancelled last.
-#[pin_data]
+/// Its parts go away in declaration order: the node first (no file opens any more, and none is
+/// open: each holds the module), then the metrics worker (it releases slabs), then the sysfs
+/// tree; the zeroing work a release may have queued is cancelled last.
 pub(crate) struct NeuronDevice {
+    node: Option<Pin<KBox<MiscRegistration<OpenFile>>>>,
     metrics: Option<MetricsHandle>,
-    sysfs: Option<SysfsTree>,
-    #[pin]
-    node: MiscRegistration<OpenFile>,
-    zeroing: ZeroingWork,
+    _sysfs: SysfsTree,
+    state: ZeroingWork,
 }
 
-/// Cancels a device's zeroing work when dropped.
+/// The device's state, whose work items (zeroing, notifying) are cancelled when dropped.
 struct ZeroingWork(Arc<DeviceState>);
 
 impl Drop for ZeroingWork {
     fn drop(&mut self) {
-        cancel_delayed_work_sync(&self.0);
+        cancel_delayed_work_sync::<_, SCRUB_WORK>(&self.0);
+        cancel_delayed_work_sync::<_, NOTIFY_WORK>(&self.0);
     }
 }
 
 impl NeuronDevice {
-    /// Registers device `config.index` as `/dev/<base_name><index>`, with the device of the same
-    /// name in `class`, posting metrics every `metrics_period_ms` (never if 0).
+    /// Makes device `config.index` with the device `<base_name><index>` in `class`, posting
+    /// metrics every `metrics_period_ms` (never if 0); it has no node yet.
     pub(crate) fn new(
         class: Arc<Class>,
         base_name: &CStr,
         config: DeviceConfig,
         metrics_period_ms: u32,
-    ) -> Result<Pin<KBox<Self>>> {
+    ) -> Result<Self> {
         let index = config.index;
         let state = DeviceState::new(config)?;
-        let name = || CString::try_from_fmt(fmt!("{}{index}", base_name.to_str()?));
-        let node_name = name()?;
-        let (node_state, zeroing_state) = (state.clone(), state.clone());
-        let mut device = KBox::pin_init(
-            try_pin_init!(Self {
-                metrics: None,
-                sysfs: None,
-                node <- MiscRegistration::register(node_name, node_state),
-                zeroing: ZeroingWork(zeroing_state),
-            }),
+        let name = CString::try_from_fmt(fmt!("{}{index}", base_name.to_str()?))?;
+        let sysfs = SysfsTree::build(class, &name, &state)?;
+        let metrics = match metrics_period_ms {
+            0 => None,
+            period => Some(MetricsHandle::start(state.clone(), period)?),
+        };
+        Ok(Self {
+            node: None,
+            metrics,
+            _sysfs: sysfs,
+            state: ZeroingWork(state),
+        })
+    }
+
+    /// Registers the node `/dev/<base_name><index>`; it refuses opens until
+    /// [`Self::start_serving`].
+    pub(crate) fn register_node(&mut self, base_name: &CStr) -> Result {
+        let index = self.state.0.config().index;
+        let name = CString::try_from_fmt(fmt!("{}{index}", base_name.to_str()?))?;
+        self.node = Some(KBox::pin_init(
+            MiscRegistration::register(name, self.state.0.clone()),
             GFP_KERNEL,
-        )?;
-        state.set_devt(device.node.devt());
-        let tree = SysfsTree::build(class, &name()?, &state)?;
-        *device.as_mut().project().sysfs = Some(tree);
-        if metrics_period_ms > 0 {
-            *device.as_mut().project().metrics =
-                Some(MetricsHandle::start(state, metrics_period_ms)?);
+        )?);
+        Ok(())
+    }
+
+    /// Lets the node's files be opened.
+    pub(crate) fn start_serving(&self) {
+        if let Some(node) = &self.node {
+            node.start_serving();
         }
-        Ok(device)
+    }
+}
+
+impl Drop for NeuronDevice {
+    fn drop(&mut self) {
+        // The node before everything else, whatever the field order.
+        drop(self.node.take());
+        drop(self.metrics.take());
     }
 }

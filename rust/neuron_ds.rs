@@ -6,7 +6,9 @@
 //! producer) takes one for its thread group and writes counters and records into it; monitors
 //! map a producer's slab read-only to watch it without asking it anything. When the owner
 //! releases the slab, or its last file on the device goes away, the kernel adds the slab's
-//! counters to per-NeuronCore totals in sysfs, zeroes the slab and frees it.
+//! counters to per-NeuronCore totals in sysfs, zeroes the slab and frees it. Every mapping of a
+//! slab ends with the owner's tenure: afterwards the owner's faults (`SIGBUS`) and a reader's
+//! reads zeros, never a later owner's bytes.
 //!
 //! # Userspace ABI
 //!
@@ -25,7 +27,8 @@
 //! close(fd);
 //!
 //! /* A monitor: pid != 0 maps that process's slab read-only (ENOENT if it has none, EPERM
-//!  * for another user's process without CAP_PERFMON or CAP_SYS_ADMIN). */
+//!  * unless the kernel's rule for reading that process allows it, as for /proc/<pid>/mem, or
+//!  * the caller has CAP_PERFMON or CAP_SYS_ADMIN). */
 //! ```
 //!
 //! The 24-byte argument, the wire format inside the slab and the sysfs names come from the
@@ -43,7 +46,14 @@
 
 use kernel::prelude::*;
 
-pub mod abi;
+// The wire format is the userspace crate's, which uses all of it; the module compiles in only
+// what it uses (the rest is dead code here, and left out of the object).
+#[allow(
+    dead_code,
+    unreachable_pub,
+    reason = "shared with userspace, which uses every item; unused ones are not compiled in"
+)]
+mod abi;
 #[deny(unsafe_code)]
 mod device;
 #[deny(unsafe_code)]
@@ -95,6 +105,12 @@ module_param!(
     0
 );
 module_param!(
+    METRICS_CTRL_ACCEPT_UNKNOWN: bool = false,
+    "metrics_ctrl_accept_unknown",
+    "Answer METRICS_CTRL with an unknown mode with 0, as the original driver does (default: EINVAL)",
+    0
+);
+module_param!(
     NODE_NAME: charp,
     "node_name",
     "Base name of the device nodes and sysfs devices: /dev/<name>0... (default neuron)",
@@ -127,7 +143,7 @@ fn is_valid_name(name: &[u8]) -> bool {
 /// The loaded module: owns the class and every device.
 struct NeuronDsModule {
     /// Declared first: the devices go before their class.
-    _devices: KVec<Pin<KBox<neuron_device::NeuronDevice>>>,
+    _devices: KVec<neuron_device::NeuronDevice>,
     _class: kernel::sync::Arc<Class>,
 }
 
@@ -152,11 +168,7 @@ impl kernel::Module for NeuronDsModule {
             pr_err!("node_name and class_name must be 1 to 32 characters of [a-z0-9_-]\n");
             return Err(EINVAL);
         }
-        let class = Class::new(kernel::str::CString::try_from_fmt(fmt!(
-            "{}",
-            class_name.to_str()?
-        ))?)
-        .inspect_err(|err| {
+        let class = Class::new(class_name).inspect_err(|err| {
             if *err == EEXIST {
                 pr_err!(
                     "class {} exists (the Neuron driver?); load with class_name= and node_name=\n",
@@ -171,6 +183,7 @@ impl kernel::Module for NeuronDsModule {
                 core_count: usize::try_from(core_count)?,
                 time_unit_ps,
                 strict_reader_mappings: STRICT_READER_MAPPINGS.get(),
+                accept_unknown_metrics_modes: METRICS_CTRL_ACCEPT_UNKNOWN.get(),
             };
             let device = neuron_device::NeuronDevice::new(
                 class.clone(),
@@ -179,6 +192,15 @@ impl kernel::Module for NeuronDsModule {
                 module_parameters::metrics_period_ms.get(),
             )?;
             devices.push(device, GFP_KERNEL)?;
+        }
+        // The nodes last, once everything they serve exists; no file opens until every node is
+        // registered, since `init` may still fail until then, and the kernel frees the code of
+        // a module whose `init` failed whatever files of it are open.
+        for device in devices.iter_mut() {
+            device.register_node(node_name)?;
+        }
+        for device in devices.iter() {
+            device.start_serving();
         }
         pr_info!(
             "{device_count} devices /dev/{}N in class {}\n",

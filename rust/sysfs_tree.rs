@@ -7,10 +7,12 @@
 //!   core_count
 //!   neuron_core<c>/stats/status/<name>/{total,present}
 //!   neuron_core<c>/stats/other_info/<name>/{total,present}
+//!   info/notify_delay
 //!   datastore/slots
 //! ```
 //!
-//! Reading a file never changes any state.
+//! Reading a file never changes any state. With `info/notify_delay` 0 or more, a counter's
+//! `total` and `present` can be polled (`POLLPRI`) for its changes (`device::events`).
 
 use crate::{
     abi::sysfs::{
@@ -31,6 +33,7 @@ use crate::{
             SysfsText, //
         },
     },
+    state::notify::NOTIFY_OFF,
 };
 use core::fmt::Write;
 use kernel::{
@@ -68,6 +71,7 @@ pub(crate) struct CounterFiles {
 }
 
 const TOTAL: usize = 0;
+const PRESENT: usize = 1;
 
 impl SysfsFiles for CounterFiles {
     const FILES: &'static [SysfsFile] = &[
@@ -97,6 +101,46 @@ impl SysfsFiles for CounterFiles {
     }
 }
 
+/// The notification setting, `info/notify_delay`: -1 (off, the default), 0 (notify at every
+/// change) or N (at most once per N ms).
+pub(crate) struct InfoFiles {
+    device: Arc<DeviceState>,
+}
+
+impl SysfsFiles for InfoFiles {
+    const FILES: &'static [SysfsFile] = &[SysfsFile {
+        name: c"notify_delay",
+        mode: 0o644,
+    }];
+
+    fn show(&self, _file: usize, text: &mut SysfsText<'_>) -> Result {
+        writeln!(text, "{}", self.device.notify_delay()).map_err(|_| EFBIG)
+    }
+
+    /// `-1`, or a decimal number of milliseconds up to a day; surrounding whitespace allowed.
+    fn store(&self, _file: usize, input: &[u8]) -> Result {
+        self.device
+            .set_notify_delay(parse_notify_delay(input).ok_or(EINVAL)?)
+    }
+}
+
+/// `-1` or a decimal number of at most 8 digits, with ASCII whitespace around (the device
+/// refuses more than a day).
+fn parse_notify_delay(input: &[u8]) -> Option<i64> {
+    let text = input.trim_ascii();
+    if text == b"-1" {
+        return Some(NOTIFY_OFF);
+    }
+    if text.is_empty() || text.len() > 8 {
+        return None;
+    }
+    text.iter().try_fold(0i64, |value, digit| {
+        digit
+            .is_ascii_digit()
+            .then(|| value * 10 + i64::from(digit - b'0'))
+    })
+}
+
 /// The slot table.
 pub(crate) struct DatastoreFiles {
     device: Arc<DeviceState>,
@@ -118,12 +162,21 @@ impl SysfsFiles for DatastoreFiles {
 }
 
 /// Every sysfs directory of one device; dropping it removes them, children first (fields and
-/// vector elements drop in order, and each core's directories are pushed innermost first).
+/// vector elements drop in order, and each core's directories are pushed innermost first),
+/// after the device forgets the counter files' notifiers.
 pub(crate) struct SysfsTree {
+    device: Arc<DeviceState>,
     _counters: KVec<SysfsNode<CounterFiles>>,
     _dirs: KVec<SysfsDir>,
     _datastore: SysfsNode<DatastoreFiles>,
+    _info: SysfsNode<InfoFiles>,
     _device: ClassDevice<DeviceInfo>,
+}
+
+impl Drop for SysfsTree {
+    fn drop(&mut self) {
+        self.device.clear_counter_notifiers();
+    }
 }
 
 impl SysfsTree {
@@ -143,8 +196,16 @@ impl SysfsTree {
                 device: device.clone(),
             },
         )?;
+        let info = SysfsNode::new(
+            &dev,
+            c"info",
+            InfoFiles {
+                device: device.clone(),
+            },
+        )?;
         let mut dirs = KVec::new();
         let mut counters = KVec::new();
+        let mut notifiers = KVec::new();
         for core in 0..device.config().core_count {
             let core_dir = SysfsDir::new(&dev, &CString::try_from_fmt(fmt!("neuron_core{core}"))?)?;
             let stats = SysfsDir::new(&core_dir, c"stats")?;
@@ -161,17 +222,45 @@ impl SysfsTree {
                     node,
                 };
                 let name = CString::try_from_fmt(fmt!("{}", counter.name))?;
-                counters.push(SysfsNode::new(parent, &name, files)?, GFP_KERNEL)?;
+                let node = SysfsNode::new(parent, &name, files)?;
+                let notifier = |file| node.notifier(file).ok_or(ENOMEM);
+                notifiers.push([notifier(TOTAL)?, notifier(PRESENT)?], GFP_KERNEL)?;
+                counters.push(node, GFP_KERNEL)?;
             }
             for dir in [other_info, status, stats, core_dir] {
                 dirs.push(dir, GFP_KERNEL)?;
             }
         }
+        device.set_counter_notifiers(notifiers);
         Ok(Self {
+            device: device.clone(),
             _counters: counters,
             _dirs: dirs,
             _datastore: datastore,
+            _info: info,
             _device: dev,
         })
+    }
+}
+
+#[kunit_tests(neuron_ds_sysfs_tree)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notify_delay_takes_minus_one_or_a_short_decimal_number() {
+        for (input, value) in [
+            (&b"-1"[..], Some(-1)),
+            (b"0\n", Some(0)),
+            (b" 250 ", Some(250)),
+            (b"86400000", Some(86_400_000)),
+            (b"123456789", None),
+            (b"-2", None),
+            (b"1.5", None),
+            (b"", None),
+            (b"x", None),
+        ] {
+            assert_eq!(parse_notify_delay(input), value);
+        }
     }
 }

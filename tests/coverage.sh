@@ -3,11 +3,10 @@
 # collecting the module code its processes reached, and the code the module's workers ran for
 # them (remote coverage, ds-kcov-remote), then how much of the module that is: per campaign
 # and combined, out of the module's instrumentation points outside KUnit tests, with the
-# functions never reached and why (tests/coverage-unreached.tsv). The random and the
-# coverage-guided fuzzer run the same number of calls, so their lines compare them. Ends with
+# functions never reached and why (tests/coverage-unreached.tsv). Ends with
 # "coverage: N of M module PCs (P%)", after a kmemleak scan of the whole boot.
 #
-# Env: CALLS (each fuzzer, default 20000), SEED, CYCLES and PROCESSES (stress, default 4000
+# Env: CALLS (the fuzzer, default 20000), SEED, CYCLES and PROCESSES (stress, default 4000
 #      and 64), UNLOAD_CYCLES (default 3), FAULTS_SHORT (1: the fault campaign's short form;
 #      by default the full form, about 6 min on this kernel), QEMU_TIMEOUT (default 7200 s)
 set -euo pipefail
@@ -36,8 +35,7 @@ campaign() {
     NEURON_DS_KCOV_DIR="/tmp/cov/\$name" /work/bin/ds-kcov-remote workers "\$@"
     echo "coverage: campaign \$name exited \$?"
 }
-campaign fuzz-random /work/bin/ds-fuzz --calls $calls --seed $seed
-campaign fuzz-guided /work/bin/ds-fuzz --calls $calls --seed $seed --guided
+campaign fuzz /work/bin/ds-fuzz --calls $calls --seed $seed
 campaign stress /work/bin/ds-stress --cycles ${CYCLES:-4000} --processes ${PROCESSES:-64}
 campaign unload /work/bin/ds-unload --cycles ${UNLOAD_CYCLES:-3}
 # The permission matrix: its probes switch to other users, who must be able to write there.
@@ -46,8 +44,8 @@ campaign permissions /work/tests/permissions --test-threads=1
 # Loads with every kind of invalid parameter: init's refusals.
 campaign parameters /work/tests/parameters --test-threads=1 invalid_parameters
 campaign faults /work/bin/ds-faults${faults_short:+ --short}
-/work/bin/ds-coverage /work/cov-sites.tsv /work/coverage-unreached.tsv fuzz-random=/tmp/cov/fuzz-random \\
-    fuzz-guided=/tmp/cov/fuzz-guided stress=/tmp/cov/stress unload=/tmp/cov/unload \\
+/work/bin/ds-coverage /work/cov-sites.tsv /work/coverage-unreached.tsv fuzz=/tmp/cov/fuzz \\
+    stress=/tmp/cov/stress unload=/tmp/cov/unload \\
     permissions=/tmp/cov/permissions parameters=/tmp/cov/parameters faults=/tmp/cov/faults
 rc=\$?
 # Every campaign ran in this one boot: nothing the module allocated may be left unreferenced.

@@ -448,7 +448,7 @@ deb_ships_binaries_pages_completions_rule() {
     deb_files >"$tmp/files"
     local tool page
     cat "$tmp/files"
-    for tool in nrt-status nds-loadgen nds-metrics nds-monitor nds-top; do
+    for tool in nrt-status nds-loadgen nds-metrics nds-monitor nds-top nds-ls; do
         contains "$tmp/files" "-rwxr-xr-x usr/bin/$tool" &&
             contains "$tmp/files" "usr/share/man/man1/$tool.1.gz" &&
             contains "$tmp/files" "usr/share/bash-completion/completions/$tool" &&
@@ -461,8 +461,8 @@ deb_ships_binaries_pages_completions_rule() {
     contains "$tmp/files" "-rw-r--r-- usr/lib/udev/rules.d/60-neuron-ds.rules" &&
         contains "$tmp/files" "usr/share/doc/neuron-ds-tools/examples/modprobe.d/neuron_ds.conf" &&
         contains "$tmp/files" "usr/share/doc/neuron-ds-tools/copyright" || return 1
-    # Only the five tools are programs.
-    [ "$(grep -c ' usr/bin/' "$tmp/files")" -eq 5 ] || fail "usr/bin holds more than the tools"
+    # Only the six tools are programs.
+    [ "$(grep -c ' usr/bin/' "$tmp/files")" -eq 6 ] || fail "usr/bin holds more than the tools"
 }
 
 deb_contents_work() {
@@ -470,7 +470,7 @@ deb_contents_work() {
     local tree="$tmp/deb-tree" tool
     dpkg-deb -x "$deb" "$tree"
     cmp "$tree/usr/lib/udev/rules.d/60-neuron-ds.rules" packaging/60-neuron-ds.rules || return 1
-    for tool in nrt-status nds-loadgen nds-metrics nds-monitor nds-top; do
+    for tool in nrt-status nds-loadgen nds-metrics nds-monitor nds-top nds-ls; do
         "$tree/usr/bin/$tool" --version | grep -qx "$tool $version" || fail "$tool --version" || return 1
         MANWIDTH=80 man -l "$tree/usr/share/man/man1/$tool.1.gz" >"$tmp/page" 2>"$tmp/man.err" ||
             fail "man $tool: $(cat "$tmp/man.err")" || return 1
@@ -511,7 +511,7 @@ deb_postinst_creates_the_group() {
 install_tools_lays_out_binaries_pages_completions() {
     local dest="$tmp/tools" tool
     make -s install-tools DESTDIR="$dest" PREFIX=/usr/local CARGO_INSTALL_ARGS=--debug || return 1
-    for tool in nrt-status nds-loadgen nds-metrics nds-monitor nds-top; do
+    for tool in nrt-status nds-loadgen nds-metrics nds-monitor nds-top nds-ls; do
         "$dest/usr/local/bin/$tool" --version | grep -qx "$tool $version" &&
             [ -f "$dest/usr/local/share/man/man1/$tool.1" ] &&
             [ -f "$dest/usr/local/share/bash-completion/completions/$tool" ] &&

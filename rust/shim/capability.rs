@@ -9,13 +9,34 @@ use kernel::{
     prelude::*, //
 };
 
-/// Whether the current task has capability `cap` in the initial user namespace (`capable()`).
-fn capable(cap: u32) -> bool {
-    let Ok(cap) = c_int::try_from(cap) else {
-        return false;
-    };
-    // SAFETY: `capable` may be called from any process context with any capability number.
-    unsafe { bindings::capable(cap) }
+/// A capability this module checks; the kernel stops (`BUG()`) on an invalid number, so only
+/// valid ones can be named.
+#[derive(Clone, Copy)]
+enum Capability {
+    SysAdmin,
+    Perfmon,
+}
+
+impl Capability {
+    fn number(self) -> c_int {
+        const SYS_ADMIN: c_int = bindings::CAP_SYS_ADMIN as c_int;
+        const PERFMON: c_int = bindings::CAP_PERFMON as c_int;
+        const _: () = assert!(
+            bindings::CAP_SYS_ADMIN <= bindings::CAP_LAST_CAP
+                && bindings::CAP_PERFMON <= bindings::CAP_LAST_CAP
+        );
+        match self {
+            Self::SysAdmin => SYS_ADMIN,
+            Self::Perfmon => PERFMON,
+        }
+    }
+}
+
+/// Whether the current task has `cap` in the initial user namespace (`capable()`).
+fn capable(cap: Capability) -> bool {
+    // SAFETY: `capable` may be called from any process context with a valid capability number,
+    // which every `Capability` is (checked against `CAP_LAST_CAP` at compile time).
+    unsafe { bindings::capable(cap.number()) }
 }
 
 /// Whether the current task may use performance monitoring: `perfmon_capable()`.
@@ -24,5 +45,5 @@ fn capable(cap: u32) -> bool {
 /// task that has `CAP_PERFMON` is never checked for (and never logged as denied)
 /// `CAP_SYS_ADMIN`.
 pub(crate) fn perfmon_capable() -> bool {
-    capable(bindings::CAP_PERFMON) || capable(bindings::CAP_SYS_ADMIN)
+    capable(Capability::Perfmon) || capable(Capability::SysAdmin)
 }

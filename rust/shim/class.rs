@@ -16,7 +16,6 @@ use kernel::{
     bindings,
     error::from_err_ptr,
     prelude::*,
-    str::CString,
     sync::Arc, //
 };
 
@@ -24,13 +23,15 @@ use kernel::{
 ///
 /// # Invariants
 ///
-/// `raw` came from `class_create` and is destroyed exactly once, in `drop`; its name points to
-/// `name`'s heap buffer, which lives as long as `self`.
+/// `raw` came from `class_create` and is destroyed exactly once, in `drop`; its name is
+/// `name`, which lives as long as the module.
 pub(crate) struct Class {
     raw: NonNull<bindings::class>,
-    // The class keeps a pointer to the name; the driver core only reads it for debug messages
-    // after `class_destroy`, as it does for every module's class.
-    name: CString,
+    /// The class keeps a pointer to it: module memory (a literal or a module parameter), which
+    /// outlives the class. `class_destroy` releases the class before it returns unless a
+    /// reference to the class's kobject is still held elsewhere (only a debug kernel's delayed
+    /// kobject release does that), and the release reads the name only for `pr_debug`.
+    name: &'static CStr,
 }
 
 // SAFETY: classes may be used and destroyed from any thread.
@@ -40,8 +41,8 @@ unsafe impl Sync for Class {}
 
 impl Class {
     /// Creates class `name`; `EEXIST` if a class of that name exists.
-    pub(crate) fn new(name: CString) -> Result<Arc<Self>> {
-        // SAFETY: `name` is NUL-terminated and, by the type invariant, outlives the class.
+    pub(crate) fn new(name: &'static CStr) -> Result<Arc<Self>> {
+        // SAFETY: `name` is NUL-terminated and lives as long as the module (`'static`).
         let raw = from_err_ptr(unsafe { bindings::class_create(name.as_char_ptr()) })?;
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // INVARIANT: the class was just created with `name`.
@@ -49,8 +50,8 @@ impl Class {
     }
 
     /// The class name.
-    pub(crate) fn name(&self) -> &CStr {
-        &self.name
+    pub(crate) fn name(&self) -> &'static CStr {
+        self.name
     }
 }
 
@@ -107,7 +108,8 @@ impl<T: SysfsFiles> ClassDevice<T> {
     }
 }
 
-impl<T: SysfsFiles> SysfsParent for ClassDevice<T> {
+// SAFETY: the device is registered (and its kobject live) while `self` lives.
+unsafe impl<T: SysfsFiles> SysfsParent for ClassDevice<T> {
     fn kobject(&self) -> *mut bindings::kobject {
         // SAFETY: the device is registered while `self` lives.
         unsafe { &raw mut (*self.raw.as_ptr()).kobj }

@@ -1,186 +1,376 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A misc device registration that carries data for its files, and owns its name.
+//! Misc devices whose files reach the registration's data, share one address space, and whose
+//! mappings are filled by a page-fault handler.
 //!
 //! C header: [`include/linux/miscdevice.h`](srctree/include/linux/miscdevice.h)
 //!
-//! A [`MiscDevice`]'s `open` only receives the [`MiscDeviceRegistration`], and the
-//! registration needs a `'static` name. [`MiscRegistration`] keeps the registration next to the
-//! data and the name it is registered with, and finds the one from the other.
+//! 7.3's `MiscDevice` gives `open` only the registration, takes a `'static` name, cannot install
+//! VMA operations and cannot set a file's address space; this registration has its own file
+//! operations that do all four:
 //!
-//! An open file of the device holds the module, on every supported release: 7.3's registration
-//! sets `file_operations.owner`, so `misc_open` takes the reference; 7.2's leaves it NULL, and
-//! [`MiscRegistration::open`] has the file take it ([`FileOwner`]).
+//! * Every file's `f_mapping` is the address space [`MiscFile::mapping`] names, so that one
+//!   [`SharedMapping::unmap`] reaches every mapping of a range in every process (DRM sets
+//!   `f_mapping` at open for the same reason).
+//! * A mapping gets no pages at `mmap`: [`MiscFile::mmap`] checks the request and returns a tag
+//!   kept with the VMA, and each page is inserted by [`MiscFile::fault`] when first touched.
+//! * No file is opened before [`MiscRegistration::start_serving`]: a module can register the
+//!   node and still fail its `init`, after which the kernel frees the module's code whatever
+//!   files are open.
+//!
+//! The device has no `llseek` (a seek gives `ESPIPE`); every open file holds the module.
 
+use crate::shim::{
+    shared_mapping::SharedMapping,
+    vma::{
+        Fault,
+        FaultOutcome, //
+    },
+};
+use core::marker::PhantomData;
 use kernel::{
     bindings,
-    fs::File,
-    miscdevice::{
-        MiscDevice,
-        MiscDeviceOptions,
-        MiscDeviceRegistration, //
+    error::to_result,
+    fs::{
+        File,
+        Kiocb, //
     },
+    iov::IovIterDest,
+    mm::virt::VmaNew,
     prelude::*,
-    str::CString, //
+    str::CString,
+    sync::{
+        atomic::{
+            ordering::{
+                Acquire,
+                Release, //
+            },
+            AtomicFlag,
+        },
+        poll::PollTable,
+    },
+    types::{
+        ForeignOwnable,
+        Opaque, //
+    },
 };
 
-/// A misc device whose registrations carry data of type [`WithData::Data`].
-pub(crate) trait WithData: MiscDevice {
-    /// What every file of the device can reach.
+/// The open files of a misc device.
+pub(crate) trait MiscFile: Sized + Send + Sync {
+    /// What the registration holds for every file.
     type Data: Send + Sync;
+
+    /// Opens a file of the device whose registration holds `data`.
+    fn open(data: &Self::Data) -> Result<Pin<KBox<Self>>>;
+
+    /// The address space the file's mappings are kept in; it must be the same for every file
+    /// whose mappings are to be found together.
+    fn mapping(&self) -> &SharedMapping;
+
+    /// The file's last reference is gone: every mapping of it is unmapped and it is closed.
+    fn release(this: Pin<KBox<Self>>);
+
+    /// `unlocked_ioctl`.
+    fn ioctl(this: Pin<&Self>, cmd: u32, arg: usize) -> Result<isize>;
+
+    /// `read_iter`; [`is_nonblocking`] tells whether it may wait.
+    fn read_iter(kiocb: Kiocb<'_, Pin<KBox<Self>>>, iov: &mut IovIterDest<'_>) -> Result<usize>;
+
+    /// `poll`: registers `table` with what wakes the file and returns the ready events
+    /// ([`PollEvents`]); [`file_position`] is where a `read` would start.
+    fn poll(this: Pin<&Self>, file: &File, table: PollTable<'_>) -> PollEvents;
+
+    /// Checks and sets up a new mapping (its flags; no page is inserted here). Returns the tag
+    /// that [`Fault::tag`] gives back for every fault of the mapping.
+    fn mmap(this: Pin<&Self>, vma: &VmaNew) -> Result<u64>;
+
+    /// Answers a page fault of a mapping made by [`MiscFile::mmap`].
+    fn fault(this: Pin<&Self>, fault: &Fault<'_>) -> FaultOutcome;
+}
+
+/// The events `poll` reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PollEvents(bindings::__poll_t);
+
+impl PollEvents {
+    /// Nothing is ready.
+    pub(crate) const NONE: Self = Self(0);
+    /// A `read` would return data without waiting (`EPOLLIN | EPOLLRDNORM`).
+    pub(crate) const READABLE: Self = Self(bindings::POLLIN | bindings::POLLRDNORM);
+}
+
+/// `IOCB_NOWAIT` (`include/linux/fs.h`: `RWF_NOWAIT`), which the bindings lack.
+const IOCB_NOWAIT: c_int = 0x8;
+
+/// Whether the read of `kiocb` must not wait: its file is `O_NONBLOCK`, or it is a
+/// `RWF_NOWAIT` read.
+pub(crate) fn is_nonblocking<T: ForeignOwnable>(kiocb: &Kiocb<'_, T>) -> bool {
+    let raw = kiocb.as_raw();
+    // SAFETY: the kiocb and its file are valid for the read it describes; `ki_flags` is set
+    // when it is made, and `f_flags` is read once (`fcntl` may change it at any time, and the
+    // read sees one of the values).
+    let (flags, file_flags) = unsafe {
+        (
+            (*raw).ki_flags,
+            core::ptr::read_volatile(&raw const (*(*raw).ki_filp).f_flags),
+        )
+    };
+    flags & IOCB_NOWAIT != 0 || file_flags & bindings::O_NONBLOCK != 0
+}
+
+/// The file position of `file`, where its next `read` starts.
+pub(crate) fn file_position(file: &File) -> i64 {
+    // SAFETY: `file` is valid for the borrow; the position is a 64-bit word that `read` and
+    // `lseek` update, read once here (a racing update gives one of its values).
+    unsafe { core::ptr::read_volatile(&raw const (*file.as_ptr()).f_pos) }
 }
 
 /// A registered misc device `/dev/<name>` with its data.
 ///
 /// # Invariants
 ///
-/// * `registration` is registered under `name`, whose heap buffer is neither changed nor freed
-///   before the registration is dropped (fields drop in declaration order).
-/// * This is the only place in the module that creates a [`MiscDeviceRegistration`] (the
-///   packaging tests check that no other file of `rust/` calls `MiscDeviceRegistration::register`),
-///   so every registration of a `T` is the `registration` field of a `MiscRegistration<T>`.
-#[pin_data]
-pub(crate) struct MiscRegistration<T: WithData> {
+/// * `raw` is registered with `misc_register`, under `name`, whose heap buffer is neither
+///   changed nor freed before `raw` is deregistered (in `drop`, before the fields are dropped),
+///   and with the file operations of [`FileOps<T>`], which no other registration uses.
+/// * Every file of the device was opened after `serving` was set.
+#[pin_data(PinnedDrop)]
+pub(crate) struct MiscRegistration<T: MiscFile> {
     #[pin]
-    registration: MiscDeviceRegistration<T>,
+    raw: Opaque<bindings::miscdevice>,
     data: T::Data,
     name: CString,
-    #[pin]
-    file_owner: FileOwner,
+    serving: AtomicFlag,
 }
 
-impl<T: WithData> MiscRegistration<T> {
-    /// Registers `/dev/<name>`, whose files reach `data`.
+// SAFETY: the registration may be dropped from any thread; `T::Data` is `Send`.
+unsafe impl<T: MiscFile> Send for MiscRegistration<T> {}
+// SAFETY: shared access reads `data` (`Sync`) and the atomic flag; the C side serializes its
+// own use of `raw`.
+unsafe impl<T: MiscFile> Sync for MiscRegistration<T> {}
+
+impl<T: MiscFile> MiscRegistration<T> {
+    /// Registers `/dev/<name>`, whose files reach `data` once [`Self::start_serving`] is
+    /// called; until then every open fails with `ENODEV`.
     pub(crate) fn register(name: CString, data: T::Data) -> impl PinInit<Self, Error> {
-        // SAFETY: the bytes behind `name` live on the heap; moving the `CString` into `Self`
-        // below does not move them, and by the type invariant they outlive the registration.
-        let static_name: &'static CStr = unsafe { &*core::ptr::from_ref::<CStr>(&name) };
-        let options = MiscDeviceOptions { name: static_name };
-        // `file_owner` comes first: files may be opened as soon as the device is registered.
+        let name_ptr = name.as_char_ptr();
         try_pin_init!(Self {
-            file_owner: FileOwner::new::<T>(options),
-            registration <- MiscDeviceRegistration::register(options),
             data,
             name,
+            serving: AtomicFlag::new(false),
+            raw <- Opaque::try_ffi_init(move |slot: *mut bindings::miscdevice| {
+                // SAFETY: `slot` is valid for writes; the name's bytes live on the heap, which
+                // moving the `CString` into `Self` does not move, and they outlive the
+                // registration (type invariant).
+                unsafe {
+                    slot.write(bindings::miscdevice {
+                        minor: bindings::MISC_DYNAMIC_MINOR as c_int,
+                        name: name_ptr,
+                        fops: FileOps::<T>::build(),
+                        ..pin_init::zeroed()
+                    })
+                };
+                // SAFETY: `slot` holds a complete `miscdevice`, pinned for as long as it is
+                // registered (it is deregistered in `drop`).
+                to_result(unsafe { bindings::misc_register(slot) })
+            }),
         })
     }
 
-    /// The registration that a file is being opened on: what a [`MiscDevice`]'s `open` calls
-    /// with its two arguments. From then on the file holds the module until its release, so the
-    /// module cannot be unloaded while a file or a mapping of the device exists.
-    pub(crate) fn open<'a>(
-        file: &File,
-        registration: &'a MiscDeviceRegistration<T>,
-    ) -> Result<&'a Self> {
-        let this = Self::of(registration);
-        this.file_owner.hold(file, registration)?;
-        Ok(this)
+    /// Lets files be opened from now on.
+    pub(crate) fn start_serving(&self) {
+        self.serving.store(true, Release);
     }
 
-    /// The registration that `registration` (as a file's `open` receives it) belongs to.
-    fn of(registration: &MiscDeviceRegistration<T>) -> &Self {
-        let field = core::ptr::from_ref(registration).cast_mut();
-        // SAFETY: by the type invariant, every registration of a `T` is the `registration` field
-        // of a `MiscRegistration<T>`, which lives at least as long as the borrow of its field.
-        unsafe { &*kernel::container_of!(field, Self, registration) }
-    }
-
-    /// The data the device's files reach.
-    pub(crate) fn data(&self) -> &T::Data {
-        &self.data
-    }
-
-    /// The device number of the node (`MISC_MAJOR`, the minor the registration got).
-    pub(crate) fn devt(&self) -> bindings::dev_t {
-        // SAFETY: the registration is live, so its `minor` was set by `misc_register` and does not
-        // change until deregistration.
-        let minor = unsafe { (*self.registration.as_raw()).minor };
-        let minor = bindings::dev_t::try_from(minor).unwrap_or(0);
-        (bindings::MISC_MAJOR << bindings::MINORBITS) | minor
+    /// The registration whose `miscdevice` is `raw`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is the `miscdevice` of a live registration that uses [`FileOps<T>`].
+    unsafe fn from_raw<'a>(raw: *mut bindings::miscdevice) -> &'a Self {
+        // SAFETY: by the type invariant, only a `MiscRegistration<T>` registers `FileOps<T>`,
+        // so `raw` is the `raw` field of one, which lives as long as it is registered.
+        unsafe { &*kernel::container_of!(Opaque::cast_from(raw).cast_mut(), Self, raw) }
     }
 }
 
-/// Makes a file of the device hold the module, where the registration does not.
-///
-/// # Invariants
-///
-/// `fops` is the kernel crate's `file_operations` for the device with `owner` set to this
-/// module; it is written only in [`FileOwner::new`] and lives at a fixed address (pinned) as long
-/// as the registration, which the module outlives every file it holds.
-#[cfg(kernel_version = "7.2")]
-struct FileOwner {
-    fops: kernel::types::Opaque<bindings::file_operations>,
-}
-
-// SAFETY: after `new`, `fops` is only read (by the kernel and by `hold`), from any thread.
-#[cfg(kernel_version = "7.2")]
-unsafe impl Send for FileOwner {}
-// SAFETY: as for `Send`.
-#[cfg(kernel_version = "7.2")]
-unsafe impl Sync for FileOwner {}
-
-#[cfg(kernel_version = "7.2")]
-impl FileOwner {
-    /// A copy of the `file_operations` that `options` registers `T` with, owned by this module.
-    fn new<T: MiscDevice>(options: MiscDeviceOptions) -> Self {
-        // SAFETY: `into_raw` points `fops` to the kernel crate's `'static` operations for `T`.
-        let mut fops = unsafe { options.into_raw::<T>().fops.read() };
-        fops.owner = &raw mut bindings::__this_module;
-        Self {
-            fops: kernel::types::Opaque::new(fops),
-        }
-    }
-
-    /// Has `file`, being opened on `registration`, hold the module: `replace_fops()` to the
-    /// owned copy after the reference `fops_get()` would have taken; the kernel drops it after
-    /// the file's release, as for any driver's `owner` (`fops_put()` in `__fput()`).
-    fn hold<T: MiscDevice>(&self, file: &File, registration: &MiscDeviceRegistration<T>) -> Result {
-        let raw = file.as_ptr();
-        // SAFETY: `file` is valid for the borrow. While `misc_open` calls the device's `open`,
-        // `private_data` is the registration's `miscdevice`, and nothing else uses the file;
-        // afterwards it is the file's own data, never the `miscdevice`.
-        if unsafe { (*raw).private_data } != registration.as_raw().cast() {
-            // Not a file being opened on this registration.
-            return Err(EINVAL);
-        }
-        // SAFETY: as above.
-        if unsafe { (*raw).f_op } == self.fops.get().cast_const() {
-            // Holding the module already.
-            return Ok(());
-        }
-        // SAFETY: `__this_module` is this module, which is running this code.
-        if !unsafe { bindings::try_module_get(&raw mut bindings::__this_module) } {
-            // The module is being unloaded.
-            return Err(ENODEV);
-        }
-        // SAFETY: the file is being opened (checked above), so its operations may be replaced;
-        // the old ones have no owner (nothing to put), the new ones have the same functions and
-        // live as long as the module (type invariant), which the file now holds.
-        unsafe { (*raw).f_op = self.fops.get() };
-        Ok(())
+#[pinned_drop]
+impl<T: MiscFile> PinnedDrop for MiscRegistration<T> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: `raw` is registered (type invariant). Deregistering takes the lock that
+        // `misc_open` holds while calling `open`, so no open of this registration is running
+        // afterwards or starts later.
+        unsafe { bindings::misc_deregister(self.raw.get()) };
     }
 }
 
-/// 7.3's registration sets `file_operations.owner`: `misc_open` already has every file hold
-/// the module.
-#[cfg(not(kernel_version = "7.2"))]
-struct FileOwner;
+/// The file and VMA operations of the files of a `MiscRegistration<T>`.
+struct FileOps<T>(PhantomData<T>);
 
-#[cfg(not(kernel_version = "7.2"))]
-impl FileOwner {
-    #[expect(
-        clippy::extra_unused_type_parameters,
-        reason = "the same call as 7.2's, which copies `T`'s operations"
-    )]
-    fn new<T: MiscDevice>(_options: MiscDeviceOptions) -> Self {
-        Self
+impl<T: MiscFile> FileOps<T> {
+    const FILE_OPERATIONS: bindings::file_operations = bindings::file_operations {
+        owner: (&raw const bindings::__this_module).cast_mut(),
+        open: Some(Self::open),
+        release: Some(Self::release),
+        unlocked_ioctl: Some(Self::ioctl),
+        #[cfg(CONFIG_COMPAT)]
+        compat_ioctl: bindings::compat_ptr_ioctl,
+        read_iter: Some(Self::read_iter),
+        poll: Some(Self::poll),
+        mmap: Some(Self::mmap),
+        ..pin_init::zeroed()
+    };
+
+    const VM_OPERATIONS: bindings::vm_operations_struct = bindings::vm_operations_struct {
+        fault: Some(Self::fault),
+        ..pin_init::zeroed()
+    };
+
+    const fn build() -> &'static bindings::file_operations {
+        &Self::FILE_OPERATIONS
     }
 
-    fn hold<T: MiscDevice>(
-        &self,
-        _file: &File,
-        _registration: &MiscDeviceRegistration<T>,
-    ) -> Result {
-        Ok(())
+    /// The file's data.
+    ///
+    /// # Safety
+    ///
+    /// `file` is a file of a `MiscRegistration<T>` between a successful `open` and its
+    /// `release`, and the returned borrow does not outlive that.
+    unsafe fn borrow<'a>(file: *mut bindings::file) -> Pin<&'a T> {
+        // SAFETY: after a successful `open`, `private_data` is a `Pin<KBox<T>>` made foreign,
+        // taken back only in `release` (the function's contract).
+        unsafe { <Pin<KBox<T>> as ForeignOwnable>::borrow((*file).private_data) }
+    }
+
+    /// # Safety
+    ///
+    /// Called by `misc_open` for a file of a registration using these operations, with the
+    /// file's `private_data` set to the registration's `miscdevice`.
+    unsafe extern "C" fn open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+        // SAFETY: as this function's contract says.
+        let registration = unsafe { MiscRegistration::<T>::from_raw((*file).private_data.cast()) };
+        if !registration.serving.load(Acquire) {
+            return ENODEV.to_errno();
+        }
+        // SAFETY: both come from the VFS, which is opening `file` on `inode`.
+        let ret = unsafe { bindings::generic_file_open(inode, file) };
+        if ret != 0 {
+            return ret;
+        }
+        let this = match T::open(&registration.data) {
+            Ok(this) => this,
+            Err(err) => return err.to_errno(),
+        };
+        let mapping = this.mapping().as_raw();
+        // SAFETY: the file is being opened, so nothing else uses it. Its address space is
+        // replaced before any mapping of it can exist; the `SharedMapping` is borrowed from the
+        // file's data, which lives until `release`, and the VFS does not use `f_mapping` after
+        // `release` returns.
+        unsafe {
+            (*file).f_mapping = mapping;
+            (*file).private_data = this.into_foreign();
+        }
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS once, when the last reference to an opened file is gone.
+    unsafe extern "C" fn release(_inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+        // SAFETY: `private_data` is the `Pin<KBox<T>>` that `open` made foreign; this is the
+        // only place that takes it back.
+        let this = unsafe { <Pin<KBox<T>> as ForeignOwnable>::from_foreign((*file).private_data) };
+        T::release(this);
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS for an opened file.
+    unsafe extern "C" fn ioctl(file: *mut bindings::file, cmd: c_uint, arg: c_ulong) -> c_long {
+        // SAFETY: the file is open for the whole call.
+        let this = unsafe { Self::borrow(file) };
+        match T::ioctl(this, cmd, arg) {
+            Ok(ret) => c_long::try_from(ret).unwrap_or(c_long::MAX),
+            Err(err) => err.to_errno() as c_long,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS for an opened file, with valid `kiocb` and `iter`.
+    unsafe extern "C" fn read_iter(
+        kiocb: *mut bindings::kiocb,
+        iter: *mut bindings::iov_iter,
+    ) -> isize {
+        // SAFETY: the kiocb is valid for the call, and its file's private data is a
+        // `Pin<KBox<T>>` made foreign (the file is open).
+        let kiocb = unsafe { Kiocb::from_raw(kiocb) };
+        // SAFETY: `iter` is a valid destination iterator for the call.
+        let iov = unsafe { IovIterDest::from_raw(iter) };
+        match T::read_iter(kiocb, iov) {
+            Ok(read) => isize::try_from(read).unwrap_or(isize::MAX),
+            Err(err) => err.to_errno() as isize,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the VFS for an opened file, with a poll table that is NULL or valid for the
+    /// call.
+    unsafe extern "C" fn poll(
+        file: *mut bindings::file,
+        table: *mut bindings::poll_table,
+    ) -> bindings::__poll_t {
+        // SAFETY: the file is open for the whole call.
+        let this = unsafe { Self::borrow(file) };
+        // SAFETY: as for `borrow`.
+        let borrowed = unsafe { File::from_raw_file(file) };
+        // SAFETY: the table is NULL or valid for the call (the function's contract).
+        let table = unsafe { PollTable::from_raw(table) };
+        T::poll(this, borrowed, table).0
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core's `mmap` for an opened file, with a VMA being set up under the mmap
+    /// write lock.
+    unsafe extern "C" fn mmap(
+        file: *mut bindings::file,
+        vma: *mut bindings::vm_area_struct,
+    ) -> c_int {
+        // SAFETY: the file is open for the whole call.
+        let this = unsafe { Self::borrow(file) };
+        // SAFETY: the VMA is being set up and the mmap write lock is held for the call.
+        let area = unsafe { VmaNew::from_raw(vma) };
+        match T::mmap(this, area) {
+            Ok(tag) => {
+                // SAFETY: the VMA is being set up under the mmap write lock, so nothing else
+                // reads its operations or private data. The core calls a file's `mmap` on a
+                // new VMA and these operations are the only ones it gets; they keep no
+                // reference in `vm_private_data` (a plain tag), so splitting or moving the VMA
+                // copies it as is.
+                unsafe {
+                    (*vma).vm_private_data =
+                        core::ptr::without_provenance_mut(usize::try_from(tag).unwrap_or(0));
+                    (*vma).vm_ops = &Self::VM_OPERATIONS;
+                }
+                0
+            }
+            Err(err) => err.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core for a page fault of a VMA with these operations, with the VMA's read
+    /// lock (or the mmap read lock) held.
+    unsafe extern "C" fn fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fault_t {
+        // SAFETY: `vmf` is valid and the VMA read-locked for the call.
+        let fault = unsafe { Fault::from_raw(vmf) };
+        // SAFETY: only `mmap` of a file of these operations installs them, and a VMA holds a
+        // reference to its file, so the file is open (its `release` has not run) while the VMA
+        // exists.
+        let this = unsafe { Self::borrow((*(*vmf).__bindgen_anon_1.vma).vm_file) };
+        T::fault(this, &fault).into_raw()
     }
 }

@@ -4,16 +4,16 @@
 //! crate lacks, one file per kernel API.
 //!
 //! Nothing here names a type of the rest of this module: each abstraction is written the way
-//! `rust/kernel` writes its own (`# Invariants` on types, `# Safety` on unsafe functions, a
-//! `// SAFETY:` comment on every unsafe block) and could stand on its own upstream. This is the
-//! only place in the module with `unsafe` code; every other module is `#[deny(unsafe_code)]`.
+//! `rust/kernel` writes its own (`# Invariants` on types, `# Safety` on unsafe functions and
+//! traits, a `// SAFETY:` comment on every unsafe block) and could stand on its own upstream.
+//! This is the only place in the module with `unsafe` code; every other module is
+//! `#[deny(unsafe_code)]`.
 //!
 //! It is also the only place that knows which kernel release it is built against: Kbuild
 //! passes `--cfg kernel_version="<VERSION>.<PATCHLEVEL>"`, and the files whose kernel API
 //! differs between the supported releases (7.2 and 7.3) select theirs with it, offering the
-//! same items on both ([`barrier`]: the write barrier's name; [`misc`]: whether the
-//! registration makes files hold the module; [`param`]: `module!` parameter values and `bool`
-//! parameters; [`sysfs`]: `kobj_attribute`'s unions).
+//! same items on both ([`barrier`]: the barriers' names; [`param`]: `module!` parameter values
+//! and `bool` parameters; [`sysfs`]: `kobj_attribute`'s unions).
 
 pub(crate) mod barrier;
 pub(crate) mod capability;
@@ -21,8 +21,9 @@ pub(crate) mod class;
 pub(crate) mod kcov;
 pub(crate) mod misc;
 pub(crate) mod param;
+pub(crate) mod shared_mapping;
 pub(crate) mod shared_pages;
 pub(crate) mod sysfs;
-pub(crate) mod task;
+pub(crate) mod thread_group;
 pub(crate) mod vma;
 pub(crate) mod workqueue;

@@ -93,18 +93,14 @@ impl SharedPages {
         self.words().store(offset, value)
     }
 
-    /// Zeroes page `index` with the page-zeroing primitive; `Err(EINVAL)` if out of range.
-    pub(crate) fn zero_page(&self, index: usize) -> Result {
-        let page = self.pages.get(index).ok_or(EINVAL)?;
-        let _access = self.kernel_access.lock();
-        // SAFETY: every other kernel access to the page holds `kernel_access`, so none races with
-        // this write.
-        unsafe { page.fill_zero_raw(0, PAGE_SIZE) }
-    }
-
-    /// Zeroes every page, one page at a time.
-    pub(crate) fn zero_all(&self) -> Result {
-        (0..self.pages.len()).try_for_each(|index| self.zero_page(index))
+    /// Zeroes every page, one page at a time, with the page-zeroing primitive.
+    pub(crate) fn zero_all(&self) {
+        for page in self.pages.iter() {
+            let _access = self.kernel_access.lock();
+            // SAFETY: every other kernel access to the page holds `kernel_access`, so none races
+            // with this write; the whole page is in bounds.
+            let _ = unsafe { page.fill_zero_raw(0, PAGE_SIZE) };
+        }
     }
 }
 

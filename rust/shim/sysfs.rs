@@ -12,7 +12,10 @@
 
 use core::{
     fmt,
-    marker::PhantomData,
+    marker::{
+        PhantomData,
+        PhantomPinned, //
+    },
     ptr::{
         null_mut,
         NonNull, //
@@ -21,7 +24,8 @@ use core::{
 use kernel::{
     bindings,
     page::PAGE_SIZE,
-    prelude::*, //
+    prelude::*,
+    sync::Arc, //
 };
 
 /// A file of a sysfs directory: its name and its mode.
@@ -70,7 +74,12 @@ impl fmt::Write for SysfsText<'_> {
 }
 
 /// Something a sysfs directory can be created in.
-pub(crate) trait SysfsParent {
+///
+/// # Safety
+///
+/// [`SysfsParent::kobject`] returns a pointer to a live, registered kobject that stays live as
+/// long as `self` does.
+pub(crate) unsafe trait SysfsParent {
     /// The parent's kobject, valid as long as `self` is.
     fn kobject(&self) -> *mut bindings::kobject;
 }
@@ -101,7 +110,8 @@ impl SysfsDir {
     }
 }
 
-impl SysfsParent for SysfsDir {
+// SAFETY: by the type invariant, `self` holds a reference to the registered kobject.
+unsafe impl SysfsParent for SysfsDir {
     fn kobject(&self) -> *mut bindings::kobject {
         self.kobj.as_ptr()
     }
@@ -117,7 +127,13 @@ impl Drop for SysfsDir {
 /// How the kobject that owns a file calls into it: a plain kobject's files are
 /// `kobj_attribute`s, a device's files are `device_attribute`s. Both begin with the `attribute`
 /// and continue with `show` and `store`.
-pub(crate) trait AttributeFlavor {
+///
+/// # Safety
+///
+/// `Raw` is a `#[repr(C)]` C attribute type that begins with its `attribute`, and
+/// [`AttributeFlavor::raw`] fills in callbacks that the kernel calls, for that attribute only,
+/// with a pointer to it as the `attr` argument, and `T`'s [`show`] / [`store`] behind them.
+pub(crate) unsafe trait AttributeFlavor {
     /// The C attribute type.
     type Raw;
     /// The C attribute for `attr`, calling into `T`'s file at the same index.
@@ -134,14 +150,15 @@ pub(crate) struct DeviceFiles;
 ///
 /// # Invariants
 ///
-/// `raw` is the first field and begins with the file's `attribute`; `group` points to the
-/// pinned [`FileGroup`] that owns this file, and `index` is this file's index in
-/// [`SysfsFiles::FILES`].
+/// `raw` is the first field and begins with the file's `attribute`; `served` points to the
+/// object that serves the file, kept alive by the [`FileGroup`] that owns this file (an `Arc`
+/// of its own, which no write to the group moves or invalidates); `index` is this file's
+/// index in [`SysfsFiles::FILES`].
 #[repr(C)]
 struct GroupFile<F: AttributeFlavor, T: SysfsFiles> {
     raw: F::Raw,
     index: usize,
-    group: *const FileGroup<F, T>,
+    served: *const T,
 }
 
 /// The attribute group of a directory's files, and the object that serves them.
@@ -149,14 +166,17 @@ struct GroupFile<F: AttributeFlavor, T: SysfsFiles> {
 /// # Invariants
 ///
 /// `group.attrs` points to `attrs`, a NULL-terminated array of pointers to the `attribute`s of
-/// `files`; neither vector is resized after construction, and the whole is pinned.
+/// `files`; neither vector is resized after construction. `groups[0]` points to `group`, so the
+/// whole is pinned (and `!Unpin`). Every file's `served` is `served`'s pointer.
 pub(crate) struct FileGroup<F: AttributeFlavor, T: SysfsFiles> {
     group: bindings::attribute_group,
     groups: [*const bindings::attribute_group; 2],
     attrs: KVec<*mut bindings::attribute>,
     files: KVec<GroupFile<F, T>>,
-    served: T,
+    /// Owns what every file's `served` points to.
+    _served: Arc<T>,
     _flavor: PhantomData<F>,
+    _pinned: PhantomPinned,
 }
 
 // SAFETY: the raw pointers only point into the group's own allocations; the C side reads them
@@ -169,18 +189,20 @@ impl<F: AttributeFlavor, T: SysfsFiles> FileGroup<F, T> {
     /// The attribute group for `T::FILES`, served by `served`.
     pub(crate) fn new(served: T) -> Result<Pin<KBox<Self>>> {
         let count = T::FILES.len();
+        let served = Arc::new(served, GFP_KERNEL)?;
+        let served_ptr = Arc::as_ptr(&served);
         let mut group = KBox::new(
             Self {
                 group: pin_init::zeroed(),
                 groups: [core::ptr::null(); 2],
                 attrs: KVec::with_capacity(count + 1, GFP_KERNEL)?,
                 files: KVec::with_capacity(count, GFP_KERNEL)?,
-                served,
+                _served: served,
                 _flavor: PhantomData,
+                _pinned: PhantomPinned,
             },
             GFP_KERNEL,
         )?;
-        let this: *const Self = &*group;
         for (index, file) in T::FILES.iter().enumerate() {
             // `struct attribute` has lockdep fields only with CONFIG_DEBUG_LOCK_ALLOC.
             #[allow(clippy::needless_update)]
@@ -197,25 +219,31 @@ impl<F: AttributeFlavor, T: SysfsFiles> FileGroup<F, T> {
             #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
             let _ = &mut attr;
             let raw = F::raw::<T>(attr, file.mode & 0o444 != 0, file.mode & 0o222 != 0);
-            group.files.push(
-                GroupFile {
+            group
+                .files
+                .push_within_capacity(GroupFile {
                     raw,
                     index,
-                    group: this,
-                },
-                GFP_KERNEL,
-            )?;
+                    served: served_ptr,
+                })
+                .map_err(|_| ENOMEM)?;
         }
-        // The vectors had their full capacity reserved, so the files did not move while pushed.
+        // The vectors had their full capacity reserved and never grow, so the files did not
+        // move while pushed and their addresses are final.
         let this = &mut *group;
         for file in this.files.iter_mut() {
             let attr = core::ptr::from_mut(file).cast::<bindings::attribute>();
-            this.attrs.push(attr, GFP_KERNEL)?;
+            this.attrs.push_within_capacity(attr).map_err(|_| ENOMEM)?;
         }
-        group.attrs.push(null_mut(), GFP_KERNEL)?;
+        group
+            .attrs
+            .push_within_capacity(null_mut())
+            .map_err(|_| ENOMEM)?;
         group.group.__bindgen_anon_2.attrs = group.attrs.as_mut_ptr();
+        // Last: the one pointer into the group itself, after which it is only shared.
         group.groups[0] = &raw const group.group;
-        // INVARIANT: `attrs` holds every file's attribute and a NULL; nothing is pushed anymore.
+        // INVARIANT: `attrs` holds every file's attribute and a NULL; nothing is pushed anymore;
+        // the group is pinned from here on.
         Ok(KBox::into_pin(group))
     }
 
@@ -239,12 +267,12 @@ impl<F: AttributeFlavor, T: SysfsFiles> FileGroup<F, T> {
 unsafe fn show<F: AttributeFlavor, T: SysfsFiles>(attr: *mut c_void, buf: *mut c_char) -> isize {
     let file = attr.cast::<GroupFile<F, T>>();
     // SAFETY: by the function's contract and `GroupFile`'s invariant, `file` is live and its
-    // `group` points to the pinned group that owns it, live while its files exist.
-    let (index, group) = unsafe { ((*file).index, &*(*file).group) };
+    // `served` points to the object its group keeps alive while its files exist.
+    let (index, served) = unsafe { ((*file).index, &*(*file).served) };
     // SAFETY: sysfs passes a buffer of `PAGE_SIZE` bytes that nothing else uses during the call.
     let buf = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), PAGE_SIZE) };
     let mut text = SysfsText { buf, len: 0 };
-    match group.served.show(index, &mut text) {
+    match served.show(index, &mut text) {
         Ok(()) => isize::try_from(text.len).unwrap_or(0),
         Err(err) => err.to_errno() as isize,
     }
@@ -263,10 +291,10 @@ unsafe fn store<F: AttributeFlavor, T: SysfsFiles>(
 ) -> isize {
     let file = attr.cast::<GroupFile<F, T>>();
     // SAFETY: as in `show`.
-    let (index, group) = unsafe { ((*file).index, &*(*file).group) };
+    let (index, served) = unsafe { ((*file).index, &*(*file).served) };
     // SAFETY: sysfs passes `count` readable bytes that stay unchanged during the call.
     let input = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), count) };
-    match group.served.store(index, input) {
+    match served.store(index, input) {
         Ok(()) => isize::try_from(count).unwrap_or(isize::MAX),
         Err(err) => err.to_errno() as isize,
     }
@@ -322,7 +350,9 @@ unsafe extern "C" fn device_store<T: SysfsFiles>(
     unsafe { store::<DeviceFiles, T>(attr.cast(), buf, count) }
 }
 
-impl AttributeFlavor for KobjectFiles {
+// SAFETY: `kobj_attribute` begins with its `attribute`, and sysfs calls a kobject attribute's
+// callbacks with that attribute (`kobj_attr_show`/`kobj_attr_store`).
+unsafe impl AttributeFlavor for KobjectFiles {
     type Raw = bindings::kobj_attribute;
 
     fn raw<T: SysfsFiles>(attr: bindings::attribute, show: bool, store: bool) -> Self::Raw {
@@ -373,7 +403,9 @@ fn kobj_attribute(
     }
 }
 
-impl AttributeFlavor for DeviceFiles {
+// SAFETY: `device_attribute` begins with its `attribute`, and the driver core calls a device
+// attribute's callbacks with that attribute (`dev_attr_show`/`dev_attr_store`).
+unsafe impl AttributeFlavor for DeviceFiles {
     type Raw = bindings::device_attribute;
 
     fn raw<T: SysfsFiles>(attr: bindings::attribute, show: bool, store: bool) -> Self::Raw {
@@ -414,9 +446,62 @@ impl<T: SysfsFiles> SysfsNode<T> {
     }
 }
 
-impl<T: SysfsFiles> SysfsParent for SysfsNode<T> {
+// SAFETY: the node's directory is registered while the node lives.
+unsafe impl<T: SysfsFiles> SysfsParent for SysfsNode<T> {
     fn kobject(&self) -> *mut bindings::kobject {
         self.dir.kobject()
+    }
+}
+
+impl<T: SysfsFiles> SysfsNode<T> {
+    /// What wakes the pollers of file `file` of the node (`sysfs_notify`); `None` for a file
+    /// the node does not have.
+    pub(crate) fn notifier(&self, file: usize) -> Option<SysfsNotifier> {
+        let name = T::FILES.get(file)?.name;
+        // SAFETY: the node's kobject is live while `self` is; the new reference is the
+        // notifier's.
+        let kobj = unsafe { bindings::kobject_get(self.dir.kobject()) };
+        // INVARIANT: `kobject_get` of a live kobject returns it, referenced for us.
+        NonNull::new(kobj).map(|kobj| SysfsNotifier { kobj, name })
+    }
+}
+
+/// Wakes the pollers of one sysfs file: `poll()` of the file returns `POLLERR | POLLPRI` after
+/// [`SysfsNotifier::notify`], until the file is read again from its start.
+///
+/// # Invariants
+///
+/// `self` holds one reference to `kobj`; `name` is the name of a file of it.
+pub(crate) struct SysfsNotifier {
+    kobj: NonNull<bindings::kobject>,
+    name: &'static CStr,
+}
+
+// SAFETY: a kobject reference may be used and dropped from any thread.
+unsafe impl Send for SysfsNotifier {}
+// SAFETY: `sysfs_notify` may be called concurrently.
+unsafe impl Sync for SysfsNotifier {}
+
+impl SysfsNotifier {
+    /// Notifies the file's pollers (nothing happens once the file is removed). May sleep.
+    pub(crate) fn notify(&self) {
+        // SAFETY: the kobject is referenced (type invariant), so it is valid even after its
+        // directory is removed, in which case `sysfs_notify` finds no file; `name` is
+        // NUL-terminated and `'static`.
+        unsafe {
+            bindings::sysfs_notify(
+                self.kobj.as_ptr(),
+                core::ptr::null(),
+                self.name.as_char_ptr(),
+            )
+        };
+    }
+}
+
+impl Drop for SysfsNotifier {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant we hold one reference, given back exactly once here.
+        unsafe { bindings::kobject_put(self.kobj.as_ptr()) };
     }
 }
 

@@ -1,38 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What a character device's `mmap` needs from VMAs beyond 7.3's `mm::virt`: the file offset of
-//! a new mapping, making a new mapping read-only for good, counting the live VMAs of a mapping
-//! (7.3 cannot install VMA operations), and revoking the device's mappings of a file range in
-//! an address space.
+//! What a character device's mappings need beyond 7.3's `mm::virt`: the file offset of a new
+//! mapping, making a new mapping read-only for good, and answering a page fault of a mapping
+//! with a page or a signal.
 //!
 //! C header: [`include/linux/mm.h`](srctree/include/linux/mm.h)
 
 use kernel::{
     bindings,
-    mm::{
-        virt::{
-            flags,
-            VmaNew,
-            VmaRef, //
-        },
-        MmWithUser,
+    mm::virt::{
+        flags,
+        VmaNew,
+        VmaRef, //
     },
-    page::PAGE_SIZE,
+    page::{
+        Page,
+        PAGE_SIZE, //
+    },
     prelude::*,
-    sync::{
-        atomic::{
-            ordering::Relaxed,
-            Atomic, //
-        },
-        Arc,
-    },
-    types::ForeignOwnable, //
 };
 
-fn page_bytes() -> u64 {
-    // CAST-free: `PAGE_SIZE` is a small power of two.
-    u64::try_from(PAGE_SIZE).unwrap_or(4096)
-}
+/// Pages [`Fault::insert_around`] maps per page-table lock.
+const INSERT_BATCH: usize = 16;
+
+/// Bytes per page, as a file offset.
+const PAGE_BYTES: u64 = PAGE_SIZE as u64;
+const _: () = assert!(PAGE_SIZE.is_power_of_two() && PAGE_BYTES as usize == PAGE_SIZE);
 
 /// The file offset, in bytes, that a new mapping starts at; `None` if it does not fit a `u64`.
 pub(crate) fn offset(vma: &VmaNew) -> Option<u64> {
@@ -40,7 +33,7 @@ pub(crate) fn offset(vma: &VmaNew) -> Option<u64> {
     // writing; the core set `vm_pgoff` before calling the hook and nothing changes it
     // concurrently.
     let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
-    u64::try_from(pgoff).ok()?.checked_mul(page_bytes())
+    u64::try_from(pgoff).ok()?.checked_mul(PAGE_BYTES)
 }
 
 /// Makes a new mapping read-only for good, whatever protection it was asked for.
@@ -61,167 +54,136 @@ pub(crate) fn make_read_only(vma: &VmaNew) {
     }
 }
 
-/// The device number of the character device file `vma` maps, and the file offset in bytes its
-/// first page maps; `None` for any other mapping.
-fn mapped_char_device(vma: &VmaRef) -> Option<(bindings::dev_t, u64)> {
-    let raw = vma.as_ptr();
-    // SAFETY: the caller of `VmaRef` holds the mmap lock at least for reading, so the VMA's file
-    // and offset do not change; a mapped file holds a reference to itself and its inode.
-    let (file, pgoff) = unsafe { ((*raw).vm_file, (*raw).vm_pgoff) };
-    if file.is_null() {
-        return None;
-    }
-    // SAFETY: `file` is the VMA's file, kept alive by the VMA; `f_inode` is set at open and
-    // never changes.
-    let inode = unsafe { (*file).f_inode };
-    // SAFETY: an open file's inode is valid while the file is; its mode and device number do
-    // not change once the inode is in use.
-    let (mode, rdev) = unsafe { (u32::from((*inode).i_mode), (*inode).i_rdev) };
-    if mode & bindings::S_IFMT != bindings::S_IFCHR {
-        return None;
-    }
-    Some((rdev, u64::try_from(pgoff).ok()?.checked_mul(page_bytes())?))
-}
-
-/// Removes from every mapping in `mm` of the character device `devt` the pages that map file
-/// offsets `start..end`; later accesses to those addresses fault (the device installs no fault
-/// handler, so they get `SIGBUS`).
+/// A page fault of a mapping that a driver's fault handler answers.
 ///
-/// Takes `mm`'s mmap lock for reading, so a concurrent `mmap` in `mm` has either completed (and
-/// its pages are removed) or not begun.
-pub(crate) fn revoke_device_range(mm: &MmWithUser, devt: bindings::dev_t, start: u64, end: u64) {
-    let _lock = mm.mmap_read_lock();
-    let mut next: usize = 0;
-    loop {
-        // SAFETY: the mmap lock of `mm` is held for reading, as `find_vma` requires.
-        let raw = unsafe { bindings::find_vma(mm.as_raw(), next) };
-        if raw.is_null() {
-            break;
-        }
-        // SAFETY: `raw` is a VMA of `mm`, which stays valid while its mmap lock is held.
-        let vma = unsafe { VmaRef::from_raw(raw) };
-        next = vma.end();
-        let Some((rdev, vma_offset)) = mapped_char_device(vma) else {
-            continue;
-        };
-        let Ok(len) = u64::try_from(vma.end() - vma.start()) else {
-            continue;
-        };
-        let from = start.max(vma_offset);
-        let to = end.min(vma_offset.saturating_add(len));
-        if rdev != devt || from >= to {
-            continue;
-        }
-        if let (Ok(skip), Ok(size)) = (
-            usize::try_from(from - vma_offset),
-            usize::try_from(to - from),
-        ) {
-            vma.zap_vma_range(vma.start() + skip, size);
-        }
-    }
+/// # Invariants
+///
+/// `vma` is the faulting VMA, `address` the page-aligned faulting address inside it and
+/// `offset` the file offset in bytes of that page; the VMA (or mmap) read lock is held for
+/// `'a`.
+pub(crate) struct Fault<'a> {
+    vma: &'a VmaRef,
+    address: usize,
+    offset: u64,
 }
 
-/// The number of live VMAs that map something a driver handed out: the VMAs made by `mmap`
-/// calls that attached a [`VmaTicket`], and the pieces they were split into or moved to, until
-/// they are unmapped.
-pub(crate) struct VmaCount {
-    live: Atomic<usize>,
-}
+/// How a fault was answered.
+pub(crate) struct FaultOutcome(bindings::vm_fault_t);
 
-impl VmaCount {
-    /// A count of zero.
-    pub(crate) fn new() -> Result<Arc<Self>> {
-        Ok(Arc::new(
-            Self {
-                live: Atomic::new(0),
-            },
-            GFP_KERNEL,
-        )?)
-    }
-
-    /// The live VMAs, plus the tickets not attached or dropped yet.
-    pub(crate) fn live(&self) -> usize {
-        self.live.load(Relaxed)
-    }
-
-    /// Counts a mapping about to be made; the ticket is attached to its VMA at the end of the
-    /// `mmap` hook, or dropped (uncounting it) if the hook fails.
-    pub(crate) fn reserve(self: &Arc<Self>) -> VmaTicket {
-        self.live.fetch_add(1, Relaxed);
-        VmaTicket {
-            count: Some(self.clone()),
-        }
-    }
-}
-
-/// One reserved unit of a [`VmaCount`].
-pub(crate) struct VmaTicket {
-    /// `None` once attached.
-    count: Option<Arc<VmaCount>>,
-}
-
-impl VmaTicket {
-    /// Makes `vma` count itself, and every VMA split from or moved from it, until unmapped.
+impl<'a> Fault<'a> {
+    /// The fault described by `vmf`.
     ///
-    /// This installs the VMA's operations, so it must be the last step of the `mmap` hook: a
-    /// hook that fails after it would leave the count one too high.
-    pub(crate) fn attach(mut self, vma: &VmaNew) {
-        let Some(count) = self.count.take() else {
-            return;
+    /// # Safety
+    ///
+    /// `vmf` is the argument of a `vm_operations_struct::fault` call, valid for `'a`, which
+    /// runs with the faulting VMA's read lock (or the mmap read lock) held.
+    pub(crate) unsafe fn from_raw(vmf: *const bindings::vm_fault) -> Self {
+        // SAFETY: `vmf` is valid for `'a` (the function's contract).
+        let (vma, address, pgoff) = unsafe {
+            let fault = &(*vmf).__bindgen_anon_1;
+            (fault.vma, fault.address, fault.pgoff)
         };
-        let raw = vma.as_ptr();
-        // SAFETY: the VMA is undergoing initial setup under the mmap write lock, so nothing
-        // else reads or writes its operations or private data; the operations only touch the
-        // `Arc<VmaCount>` reference stored here, which `counted_close` gives back.
-        unsafe {
-            (*raw).vm_private_data = count.into_foreign().cast();
-            (*raw).vm_ops = &raw const COUNTING_OPS.0;
+        // SAFETY: the VMA is valid and read-locked for the duration of the fault.
+        let vma = unsafe { VmaRef::from_raw(vma) };
+        // INVARIANT: the core passes the page-aligned address and its file page offset.
+        Self {
+            vma,
+            address: address & !(PAGE_SIZE - 1),
+            offset: u64::try_from(pgoff)
+                .unwrap_or(u64::MAX)
+                .saturating_mul(PAGE_BYTES),
         }
+    }
+
+    /// The file offset, in bytes, of the faulting page.
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The tag the mapping was made with (see the misc device's `mmap`).
+    pub(crate) fn tag(&self) -> u64 {
+        // SAFETY: the VMA is read-locked (type invariant); its private data was set when the
+        // mapping was made and is never changed afterwards.
+        let data = unsafe { (*self.vma.as_ptr()).vm_private_data };
+        data.addr() as u64
+    }
+
+    /// Answers the fault with `page`, mapped at the faulting address with the mapping's
+    /// protection. A mapping that is not `VM_MIXEDMAP` gets `SIGBUS`.
+    pub(crate) fn insert(&self, page: &Page) -> FaultOutcome {
+        let Some(mixed) = self.vma.as_mixedmap_vma() else {
+            return Self::sigbus();
+        };
+        match mixed.vm_insert_page(self.address, page) {
+            // Inserted, or another fault of the same page inserted it first.
+            Ok(()) => FaultOutcome(bindings::vm_fault_reason_VM_FAULT_NOPAGE),
+            Err(err) if err == EBUSY => FaultOutcome(bindings::vm_fault_reason_VM_FAULT_NOPAGE),
+            Err(err) if err == ENOMEM => FaultOutcome(bindings::vm_fault_reason_VM_FAULT_OOM),
+            Err(_) => Self::sigbus(),
+        }
+    }
+
+    /// Answers the fault with `pages[index]`, and maps the other pages of `pages` that fall
+    /// inside the VMA at their places around it, as if `pages` were mapped contiguously with
+    /// `pages[index]` at the faulting address (fault-around, as TTM prefaults a buffer object):
+    /// a process touching every page of a range then faults once, not once per page, and the
+    /// pages go in by batches of [`INSERT_BATCH`] under one page-table lock. Only the faulting
+    /// page's outcome is reported; another page that cannot be mapped (already mapped, no
+    /// memory) is left to its own fault. `SIGBUS` if `index` is outside `pages`.
+    pub(crate) fn insert_around(&self, pages: &[Page], index: usize) -> FaultOutcome {
+        let Some(faulting) = pages.get(index) else {
+            return Self::sigbus();
+        };
+        let Some(mixed) = self.vma.as_mixedmap_vma() else {
+            return Self::sigbus();
+        };
+        // The faulting address is inside the VMA (type invariant): pages before and after it.
+        let before = self.address.saturating_sub(self.vma.start()) / PAGE_SIZE;
+        let after = self.vma.end().saturating_sub(self.address) / PAGE_SIZE;
+        let first = index.saturating_sub(before);
+        let end = index.saturating_add(after).min(pages.len());
+        let mut address = self.address - (index - first) * PAGE_SIZE;
+        for batch in pages.get(first..end).unwrap_or(&[]).chunks(INSERT_BATCH) {
+            let mut raw = [core::ptr::null_mut(); INSERT_BATCH];
+            for (slot, page) in raw.iter_mut().zip(batch) {
+                *slot = page.as_ptr();
+            }
+            let mut left = batch.len() as kernel::ffi::c_ulong;
+            // SAFETY: the VMA is read-locked for the fault (type invariant) and is
+            // `VM_MIXEDMAP` (`mixed`); the `batch.len()` pages from `address` on lie inside it
+            // (`first` and `end` are bounded by the pages before and after the faulting one);
+            // `raw` holds that many pointers to pages borrowed from `pages` for the call, each
+            // of which the core takes its own reference to when it maps it; `left` is the
+            // in/out count.
+            let failed = unsafe {
+                bindings::vm_insert_pages(
+                    self.vma.as_ptr(),
+                    address as kernel::ffi::c_ulong,
+                    raw.as_mut_ptr(),
+                    &mut left,
+                )
+            } != 0;
+            if failed {
+                // It stopped at the first page it could not map: the rest one by one.
+                let done = batch.len().saturating_sub(left as usize);
+                for (i, page) in batch.iter().enumerate().skip(done) {
+                    let _ = mixed.vm_insert_page(address + i * PAGE_SIZE, page);
+                }
+            }
+            address += batch.len() * PAGE_SIZE;
+        }
+        self.insert(faulting)
+    }
+
+    /// Answers the fault with `SIGBUS` for the faulting task.
+    pub(crate) fn sigbus() -> FaultOutcome {
+        FaultOutcome(bindings::vm_fault_reason_VM_FAULT_SIGBUS)
     }
 }
 
-impl Drop for VmaTicket {
-    fn drop(&mut self) {
-        if let Some(count) = &self.count {
-            count.live.fetch_sub(1, Relaxed);
-        }
+impl FaultOutcome {
+    /// The value a fault handler returns.
+    pub(crate) fn into_raw(self) -> bindings::vm_fault_t {
+        self.0
     }
 }
-
-/// # Safety
-///
-/// Called by the core for a new VMA copied from one with [`COUNTING_OPS`] (a split or a move),
-/// which has the same private data: an `Arc<VmaCount>` reference.
-unsafe extern "C" fn counted_open(vma: *mut bindings::vm_area_struct) {
-    // SAFETY: the private data came from `Arc::into_foreign` and the original VMA still holds
-    // its reference.
-    let count = unsafe { <Arc<VmaCount> as ForeignOwnable>::borrow((*vma).vm_private_data.cast()) };
-    count.live.fetch_add(1, Relaxed);
-    // The new VMA holds a reference of its own, given back by its `counted_close`.
-    core::mem::forget(Arc::from(count));
-}
-
-/// # Safety
-///
-/// Called by the core once for each VMA with [`COUNTING_OPS`], as it goes away.
-unsafe extern "C" fn counted_close(vma: *mut bindings::vm_area_struct) {
-    // SAFETY: the VMA's private data is its own `Arc<VmaCount>` reference, given back here
-    // exactly once.
-    let count =
-        unsafe { <Arc<VmaCount> as ForeignOwnable>::from_foreign((*vma).vm_private_data.cast()) };
-    count.live.fetch_sub(1, Relaxed);
-}
-
-/// Read-only C tables.
-#[repr(transparent)]
-struct CTable<T>(T);
-
-// SAFETY: the C side only reads the table, which is never written after compilation.
-unsafe impl<T> Sync for CTable<T> {}
-
-static COUNTING_OPS: CTable<bindings::vm_operations_struct> =
-    CTable(bindings::vm_operations_struct {
-        open: Some(counted_open),
-        close: Some(counted_close),
-        ..pin_init::zeroed()
-    });

@@ -62,6 +62,10 @@ pub(crate) struct MetricsState {
     /// Bitmap and constant metrics: what the period's slabs showed, by metric index.
     seen: [Option<u64>; METRIC_COUNT],
     ring: PostRing,
+    /// Periodic posting is paused (`METRICS_CTRL`): periods end without posting.
+    paused: bool,
+    /// Microseconds of the periods that ended while paused, which the next post covers.
+    held_us: u64,
 }
 
 impl MetricsState {
@@ -77,7 +81,16 @@ impl MetricsState {
             versions: Default::default(),
             seen: [None; METRIC_COUNT],
             ring: PostRing::new()?,
+            paused: false,
+            held_us: 0,
         })
+    }
+
+    /// Pauses (`true`) or resumes periodic posting. While paused, periods end without posting
+    /// and nothing is lost: the first post after resuming covers every period since the last
+    /// post, as one longer period.
+    pub(crate) fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
     }
 
     /// The posts, for `read()` on the device.
@@ -122,10 +135,22 @@ impl MetricsState {
         self.observe(slab);
     }
 
-    /// Ends a period of `elapsed_us` microseconds with `owned` the slabs owned now: posts
-    /// every metric that has something to say into the ring. Nothing in it can fail (values
+    /// Ends a period of `elapsed_us` microseconds, taken at `posted_ns` (`CLOCK_MONOTONIC`),
+    /// with `owned` the slabs owned now: posts every metric that has something to say into the
+    /// ring. Nothing in it can fail (values
     /// are formatted in place), so a period never posts part of its metrics.
-    pub(crate) fn post(&mut self, owned: impl Iterator<Item = impl SlabValues>, elapsed_us: u64) {
+    /// While paused, the period only adds to the next post's.
+    pub(crate) fn post(
+        &mut self,
+        owned: impl Iterator<Item = impl SlabValues>,
+        elapsed_us: u64,
+        posted_ns: u64,
+    ) {
+        if self.paused {
+            self.held_us = self.held_us.saturating_add(elapsed_us);
+            return;
+        }
+        let elapsed_us = elapsed_us.saturating_add(core::mem::take(&mut self.held_us));
         let mut current = [0u64; METRIC_COUNT];
         for slab in owned {
             for (sum, def) in current.iter_mut().zip(METRIC_DEFS.iter()) {
@@ -172,7 +197,7 @@ impl MetricsState {
                 _ => None,
             };
             if let Some(text) = text {
-                self.push(def.cw_id, &text);
+                self.push(def.cw_id, &text, posted_ns);
             }
         }
         self.previous = current;
@@ -209,10 +234,11 @@ impl MetricsState {
         })
     }
 
-    fn push(&mut self, cw_id: u8, text: &PostValue) {
+    fn push(&mut self, cw_id: u8, text: &PostValue, posted_ns: u64) {
         self.ring.push(MetricPost {
             seq: 0,
             period: self.period,
+            posted_ns,
             device: self.device,
             cw_id,
             len: text.len(),
@@ -260,7 +286,11 @@ mod tests {
         }
     }
 
-    /// Ends a period and returns the values posted for `cw_id`.
+    /// The time every test period is posted at.
+    const POSTED_NS: u64 = 123_456_789;
+
+    /// Ends a period and returns the values posted for `cw_id`, checking that each post
+    /// carries the period's time.
     fn post_and_read(
         state: &mut MetricsState,
         owned: &[Fake],
@@ -271,7 +301,11 @@ mod tests {
             .read(0, usize::MAX)?
             .last()
             .map_or(1, |p| p.seq + 1);
-        state.post(owned.iter().map(|f| f as &dyn SlabValues), 1_000_000);
+        state.post(
+            owned.iter().map(|f| f as &dyn SlabValues),
+            1_000_000,
+            POSTED_NS,
+        );
         let mut values = KVec::new();
         for post in state
             .ring
@@ -279,6 +313,7 @@ mod tests {
             .iter()
             .filter(|p| p.cw_id == cw_id)
         {
+            assert_eq!(post.posted_ns, POSTED_NS);
             let mut value = KVec::new();
             value.extend_from_slice(post.value_bytes(), GFP_KERNEL)?;
             values.push(value, GFP_KERNEL)?;
@@ -393,6 +428,52 @@ mod tests {
             };
             assert_eq!(&post_and_read(&mut state, &[busy], 90)?[0][..], b"25");
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_paused_device_posts_nothing_and_then_everything_once() -> Result {
+        let mut state = MetricsState::new(0, 2, 1)?;
+        assert_eq!(post_and_read(&mut state, &[successes(0, 4)], OK)?.len(), 1);
+        state.set_paused(true);
+        for _ in 0..3 {
+            assert!(post_and_read(&mut state, &[successes(0, 10)], OK)?.is_empty());
+        }
+        // A slab released while paused counts too, once, after the resume.
+        state.on_release(&successes(1, 5));
+        state.set_paused(false);
+        let values = post_and_read(&mut state, &[successes(0, 10)], OK)?;
+        // 6 more on the owned slab, 5 of the released one.
+        assert_eq!(values.len(), 1);
+        assert_eq!(&values[0][..], b"11");
+        assert!(post_and_read(&mut state, &[successes(0, 10)], OK)?.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn the_first_post_after_a_pause_spans_the_paused_periods() -> Result {
+        // 2 cores, 1 s periods: 2 s busy on one core over 4 s (3 paused periods and the
+        // posting one) is 25 %.
+        let mut state = MetricsState::new(0, 2, 1_000_000)?;
+        let busy = |us| Fake {
+            nc: [
+                (0, NcCounter::TimeInUse.index(), us),
+                (0, 0, 0),
+                (0, 0, 0),
+                (0, 0, 0),
+            ],
+            ..Fake::default()
+        };
+        post_and_read(&mut state, &[busy(0)], 90)?;
+        state.set_paused(true);
+        for _ in 0..3 {
+            post_and_read(&mut state, &[busy(0)], 90)?;
+        }
+        state.set_paused(false);
+        assert_eq!(
+            &post_and_read(&mut state, &[busy(2_000_000)], 90)?[0][..],
+            b"25"
+        );
         Ok(())
     }
 }

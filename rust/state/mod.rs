@@ -5,9 +5,11 @@
 //! the kernel-facing work (copies, mappings, zeroing) around them.
 
 pub(crate) mod metrics;
+pub(crate) mod notify;
 pub(crate) mod post_ring;
 pub(crate) mod post_value;
 pub(crate) mod slab_values;
+pub(crate) mod slot_index;
 pub(crate) mod slots;
 pub(crate) mod totals;
 pub(crate) mod version_history;

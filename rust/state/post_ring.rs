@@ -32,6 +32,7 @@ impl PostRing {
         let empty = MetricPost {
             seq: 0,
             period: 0,
+            posted_ns: 0,
             device: 0,
             cw_id: 0,
             len: 0,
@@ -58,6 +59,12 @@ impl PostRing {
         }
     }
 
+    /// Whether a post from sequence number `from` on is kept (what a reader at `from` would get
+    /// at least one of).
+    pub(crate) fn has_from(&self, from: u64) -> bool {
+        from.max(self.oldest) < self.next
+    }
+
     /// Up to `max` posts from sequence number `from` on (or from the oldest kept, if `from`
     /// was dropped already); a reader sees a gap in `seq` when it was too slow.
     pub(crate) fn read(&self, from: u64, max: usize) -> Result<KVec<MetricPost>> {
@@ -81,6 +88,7 @@ mod tests {
         MetricPost {
             seq: 0,
             period: 1,
+            posted_ns: 0,
             device: 0,
             cw_id,
             len: 0,

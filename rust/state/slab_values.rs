@@ -217,7 +217,7 @@ mod tests {
         for offset in (0..NEURON_DATASTORE_SIZE).step_by(PAGE_SIZE) {
             slab.store(offset + PAGE_SIZE - 8, 3).ok_or(EINVAL)?;
         }
-        slab.zero_all()?;
+        slab.zero_all();
         for offset in (0..NEURON_DATASTORE_SIZE).step_by(8) {
             assert_eq!(slab.load(offset), Some(0));
         }

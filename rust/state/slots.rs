@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The slot pool of one device: who owns which slab, the slab's generation, and which free slab
-//! the next owner gets.
+//! The slot pool of one device: who owns which slab, the slab's generation, the view that
+//! mappings of it are made for, and which free slab the next owner gets.
 //!
 //! This is the original driver's state machine (one owner per thread group, no refcount, reuse
 //! of the free slot released longest ago) with the release split into steps, so that the slow
@@ -16,20 +16,24 @@
 //! ```
 //!
 //! * `Owned`: a thread group writes the slab. Its generation is odd.
-//! * `Releasing`: the generation moved on (even) and the owner's writable mappings are being
-//!   revoked; the slab's counters still count as live until they are aggregated.
+//! * `Releasing`: the generation moved on (even) and the slab's mappings are being removed;
+//!   its counters still count as live until they are aggregated.
 //! * `Dirty`: aggregated, not zeroed yet. `Scrubbing`: being zeroed. `Free`: zeroed.
 //!
-//! The pool is generic over the owner's identity and over what identifies an address space
-//! holding a writable mapping, so that KUnit can drive it with plain numbers; the device uses
-//! thread-group leaders and `mm_struct`s. See `nds_abi::layout` for the generation rules that
+//! Every mapping of a slab is made for one *view* of it: a number that is new at every
+//! assignment, release and [`SlotPool::renew_view`], and never repeats. A mapping shows the
+//! slab only while the slot is owned with the view it was made for ([`SlotPool::shows`]).
+//!
+//! The pool is generic over the owner's identity, so that KUnit can drive it with plain
+//! numbers; the device uses thread groups. See `nds_abi::layout` for the generation rules that
 //! userspace relies on.
 
-use crate::abi::layout::NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE;
+pub(crate) use crate::state::slot_index::{
+    PerSlot,
+    SlotIndex,
+    SLOT_COUNT, //
+};
 use kernel::prelude::*;
-
-/// Number of slots (slabs) per device.
-pub(crate) const SLOT_COUNT: usize = NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE;
 
 /// Where a slot is in its life.
 pub(crate) enum SlotState<O> {
@@ -49,25 +53,24 @@ pub(crate) enum SlotState<O> {
 ///
 /// # Invariants
 ///
-/// `generation` is odd exactly when `state` is `Owned`; `writers` is empty unless `state` is
-/// `Owned`.
-pub(crate) struct Slot<O, W> {
+/// `generation` is odd exactly when `state` is `Owned`.
+pub(crate) struct Slot<O> {
     state: SlotState<O>,
     /// The global tick stamped when the slot was last released; 0 if it never was.
     clear_tick: u64,
     /// Bumped on every assignment and every release.
     generation: u64,
-    /// The address spaces that may hold a writable mapping of the slab.
-    writers: KVec<W>,
+    /// The view mappings are made for; bumped on every assignment, release and renewal.
+    view: u64,
 }
 
-impl<O, W> Slot<O, W> {
+impl<O> Slot<O> {
     const fn new() -> Self {
         Self {
             state: SlotState::Free,
             clear_tick: 0,
             generation: 0,
-            writers: KVec::new(),
+            view: 0,
         }
     }
 
@@ -89,6 +92,11 @@ impl<O, W> Slot<O, W> {
         self.generation
     }
 
+    /// The view a mapping made now is for.
+    pub(crate) fn view(&self) -> u64 {
+        self.view
+    }
+
     /// Whether the slab's counters are live: counted by reading the slab, not in the totals.
     pub(crate) fn is_live(&self) -> bool {
         matches!(self.state, SlotState::Owned(_) | SlotState::Releasing)
@@ -99,9 +107,9 @@ impl<O, W> Slot<O, W> {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Choice {
     /// This free slot.
-    Ready(usize),
+    Ready(SlotIndex),
     /// This slot, once it is zeroed (it is `Dirty`: whoever takes it zeroes it first).
-    NeedsScrub(usize),
+    NeedsScrub(SlotIndex),
     /// The slot to hand out is being zeroed: wait until it is free.
     Wait,
     /// Every slot is owned or being released.
@@ -109,50 +117,52 @@ pub(crate) enum Choice {
 }
 
 /// The slots of one device.
-pub(crate) struct SlotPool<O, W> {
-    slots: [Slot<O, W>; SLOT_COUNT],
+pub(crate) struct SlotPool<O> {
+    slots: PerSlot<Slot<O>>,
 }
 
-impl<O, W: PartialEq> SlotPool<O, W> {
+impl<O> SlotPool<O> {
     /// A pool of never-used slots.
     pub(crate) fn new() -> Self {
         Self {
-            slots: [const { Slot::new() }; SLOT_COUNT],
+            slots: PerSlot::from_fn(|_| Slot::new()),
         }
     }
 
-    /// The slot at `index`, if it exists.
-    pub(crate) fn get(&self, index: usize) -> Option<&Slot<O, W>> {
-        self.slots.get(index)
-    }
-
-    fn get_mut(&mut self, index: usize) -> Result<&mut Slot<O, W>> {
-        self.slots.get_mut(index).ok_or(EINVAL)
+    /// Slot `slot`.
+    pub(crate) fn get(&self, slot: SlotIndex) -> &Slot<O> {
+        &self.slots[slot]
     }
 
     /// Every slot with its index.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, &Slot<O, W>)> {
-        self.slots.iter().enumerate()
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (SlotIndex, &Slot<O>)> {
+        self.slots.iter()
     }
 
-    /// The indexes of the slots whose counters are live.
-    pub(crate) fn live(&self) -> impl Iterator<Item = usize> + '_ {
+    /// The slots whose counters are live.
+    pub(crate) fn live(&self) -> impl Iterator<Item = SlotIndex> + '_ {
         self.iter()
             .filter(|(_, slot)| slot.is_live())
             .map(|(index, _)| index)
     }
 
     /// The owned slot whose owner satisfies `matches`.
-    pub(crate) fn find_owner(&self, mut matches: impl FnMut(&O) -> bool) -> Option<usize> {
-        self.slots
-            .iter()
-            .position(|slot| slot.owner().is_some_and(&mut matches))
+    pub(crate) fn find_owner(&self, mut matches: impl FnMut(&O) -> bool) -> Option<SlotIndex> {
+        self.iter()
+            .find(|(_, slot)| slot.owner().is_some_and(&mut matches))
+            .map(|(index, _)| index)
+    }
+
+    /// Whether a mapping made for `view` shows slot `slot` now: it is owned, with that view.
+    pub(crate) fn shows(&self, slot: SlotIndex, view: u64) -> bool {
+        let slot = self.get(slot);
+        slot.owner().is_some() && slot.view == view
     }
 
     /// The slot a new owner gets, by the original's rule: the first never-used slot, otherwise
     /// the one released longest ago (smallest clear tick), whether or not it is zeroed yet.
     pub(crate) fn choose(&self) -> Choice {
-        let mut best: Option<(usize, u64)> = None;
+        let mut best: Option<(SlotIndex, &Slot<O>)> = None;
         for (index, slot) in self.iter() {
             let reusable = matches!(
                 slot.state,
@@ -162,64 +172,72 @@ impl<O, W: PartialEq> SlotPool<O, W> {
                 continue;
             }
             if slot.clear_tick == 0 {
-                best = Some((index, 0));
+                best = Some((index, slot));
                 break;
             }
-            if best.is_none_or(|(_, tick)| slot.clear_tick < tick) {
-                best = Some((index, slot.clear_tick));
+            if best.is_none_or(|(_, chosen)| slot.clear_tick < chosen.clear_tick) {
+                best = Some((index, slot));
             }
         }
-        let Some((index, _)) = best else {
-            return Choice::Full;
-        };
-        match self.slots.get(index).map(|slot| &slot.state) {
-            Some(SlotState::Free) => Choice::Ready(index),
-            Some(SlotState::Dirty) => Choice::NeedsScrub(index),
-            _ => Choice::Wait,
+        match best {
+            None => Choice::Full,
+            Some((index, slot)) => match slot.state {
+                SlotState::Free => Choice::Ready(index),
+                SlotState::Dirty => Choice::NeedsScrub(index),
+                _ => Choice::Wait,
+            },
         }
     }
 
-    /// Makes `owner` the owner of free slot `index`; returns the new (odd) generation.
-    pub(crate) fn assign(&mut self, index: usize, owner: O) -> Result<u64> {
-        let slot = self.get_mut(index)?;
+    /// Makes `owner` the owner of free slot `slot`; returns the new (odd) generation.
+    pub(crate) fn assign(&mut self, slot: SlotIndex, owner: O) -> Result<u64> {
+        let slot = &mut self.slots[slot];
         if !matches!(slot.state, SlotState::Free) {
             return Err(EBUSY);
         }
         slot.state = SlotState::Owned(owner);
-        // INVARIANT: a free slot's generation is even, so it is odd now; `writers` is empty.
+        // INVARIANT: a free slot's generation is even, so it is odd now.
         slot.generation = slot.generation.wrapping_add(1);
+        slot.view = slot.view.wrapping_add(1);
         Ok(slot.generation)
     }
 
-    /// Records that address space `writer` may hold a writable mapping of owned slot `index`.
-    pub(crate) fn add_writer(&mut self, index: usize, writer: W) -> Result {
-        let slot = self.get_mut(index)?;
+    /// The owner of owned slot `slot`, to update its record.
+    pub(crate) fn owner_mut(&mut self, slot: SlotIndex) -> Option<&mut O> {
+        match &mut self.slots[slot].state {
+            SlotState::Owned(owner) => Some(owner),
+            _ => None,
+        }
+    }
+
+    /// Starts a new view of owned slot `slot`: mappings made for the old one show it no more.
+    /// Returns the new view.
+    pub(crate) fn renew_view(&mut self, slot: SlotIndex) -> Result<u64> {
+        let slot = &mut self.slots[slot];
         if slot.owner().is_none() {
             return Err(EINVAL);
         }
-        if !slot.writers.contains(&writer) {
-            slot.writers.push(writer, GFP_KERNEL)?;
-        }
-        Ok(())
+        slot.view = slot.view.wrapping_add(1);
+        Ok(slot.view)
     }
 
-    /// Starts releasing owned slot `index`: the owner is dropped and the generation moves on.
-    /// Returns the new (even) generation and the address spaces whose writable mappings must be
-    /// revoked.
-    pub(crate) fn begin_release(&mut self, index: usize) -> Result<(u64, KVec<W>)> {
-        let slot = self.get_mut(index)?;
+    /// Starts releasing owned slot `slot`: the owner is dropped, the generation and the view
+    /// move on. Returns the new (even) generation.
+    pub(crate) fn begin_release(&mut self, slot: SlotIndex) -> Result<u64> {
+        let slot = &mut self.slots[slot];
         if slot.owner().is_none() {
             return Err(EINVAL);
         }
         slot.state = SlotState::Releasing;
-        // INVARIANT: the slot was owned (odd generation); the writers leave with the owner.
+        // INVARIANT: the slot was owned (odd generation).
         slot.generation = slot.generation.wrapping_add(1);
-        Ok((slot.generation, core::mem::take(&mut slot.writers)))
+        slot.view = slot.view.wrapping_add(1);
+        Ok(slot.generation)
     }
 
-    /// Ends the release of slot `index` once its counters are aggregated, stamping `tick`.
-    pub(crate) fn finish_release(&mut self, index: usize, tick: u64) -> Result {
-        let slot = self.get_mut(index)?;
+    /// Ends the release of slot `slot` once its counters are aggregated, stamping `tick`.
+    pub(crate) fn finish_release(&mut self, slot: SlotIndex, tick: u64) -> Result {
+        let slot = &mut self.slots[slot];
         if !matches!(slot.state, SlotState::Releasing) {
             return Err(EINVAL);
         }
@@ -229,17 +247,17 @@ impl<O, W: PartialEq> SlotPool<O, W> {
     }
 
     /// The dirty slot released longest ago.
-    pub(crate) fn oldest_dirty(&self) -> Option<usize> {
+    pub(crate) fn oldest_dirty(&self) -> Option<SlotIndex> {
         self.iter()
             .filter(|(_, slot)| matches!(slot.state, SlotState::Dirty))
             .min_by_key(|(_, slot)| slot.clear_tick)
             .map(|(index, _)| index)
     }
 
-    /// Claims dirty slot `index` for zeroing; returns its generation, which the slab must show
+    /// Claims dirty slot `slot` for zeroing; returns its generation, which the slab must show
     /// again once zeroed.
-    pub(crate) fn begin_scrub(&mut self, index: usize) -> Result<u64> {
-        let slot = self.get_mut(index)?;
+    pub(crate) fn begin_scrub(&mut self, slot: SlotIndex) -> Result<u64> {
+        let slot = &mut self.slots[slot];
         if !matches!(slot.state, SlotState::Dirty) {
             return Err(EINVAL);
         }
@@ -247,9 +265,9 @@ impl<O, W: PartialEq> SlotPool<O, W> {
         Ok(slot.generation)
     }
 
-    /// Slot `index` is zeroed: it is free.
-    pub(crate) fn finish_scrub(&mut self, index: usize) -> Result {
-        let slot = self.get_mut(index)?;
+    /// Slot `slot` is zeroed: it is free.
+    pub(crate) fn finish_scrub(&mut self, slot: SlotIndex) -> Result {
+        let slot = &mut self.slots[slot];
         if !matches!(slot.state, SlotState::Scrubbing) {
             return Err(EINVAL);
         }
@@ -262,12 +280,16 @@ impl<O, W: PartialEq> SlotPool<O, W> {
 mod tests {
     use super::*;
 
-    type Pool = SlotPool<u32, u32>;
+    type Pool = SlotPool<u32>;
+
+    fn slot(index: usize) -> Result<SlotIndex> {
+        SlotIndex::new(index).ok_or(EINVAL)
+    }
 
     /// Takes a slot for `owner` the way ACQUIRE with pid 0 does, zeroing instantly.
     fn acquire(pool: &mut Pool, owner: u32) -> Result<usize> {
         if let Some(index) = pool.find_owner(|o| *o == owner) {
-            return Ok(index);
+            return Ok(index.get());
         }
         let index = match pool.choose() {
             Choice::Ready(index) => index,
@@ -280,13 +302,13 @@ mod tests {
             Choice::Full => return Err(ENOMEM),
         };
         pool.assign(index, owner)?;
-        Ok(index)
+        Ok(index.get())
     }
 
     /// Releases slot `index` all the way to `Dirty`.
     fn release(pool: &mut Pool, index: usize, tick: u64) -> Result {
-        pool.begin_release(index)?;
-        pool.finish_release(index, tick)
+        pool.begin_release(slot(index)?)?;
+        pool.finish_release(slot(index)?, tick)
     }
 
     #[test]
@@ -344,13 +366,13 @@ mod tests {
             acquire(&mut pool, owner)?;
         }
         release(&mut pool, 4, 1)?;
-        assert_eq!(pool.choose(), Choice::NeedsScrub(4));
-        assert_eq!(pool.assign(4, 99), Err(EBUSY));
-        pool.begin_scrub(4)?;
+        assert_eq!(pool.choose(), Choice::NeedsScrub(slot(4)?));
+        assert_eq!(pool.assign(slot(4)?, 99), Err(EBUSY));
+        pool.begin_scrub(slot(4)?)?;
         // While another task zeroes it, the oldest slot is not handed out: wait.
         assert_eq!(pool.choose(), Choice::Wait);
-        pool.finish_scrub(4)?;
-        assert_eq!(pool.choose(), Choice::Ready(4));
+        pool.finish_scrub(slot(4)?)?;
+        assert_eq!(pool.choose(), Choice::Ready(slot(4)?));
         Ok(())
     }
 
@@ -362,10 +384,10 @@ mod tests {
         }
         release(&mut pool, 2, 7)?;
         release(&mut pool, 0, 8)?;
-        assert_eq!(pool.oldest_dirty(), Some(2));
-        pool.begin_scrub(2)?;
-        assert_eq!(pool.oldest_dirty(), Some(0));
-        assert_eq!(pool.begin_scrub(1), Err(EINVAL));
+        assert_eq!(pool.oldest_dirty(), Some(slot(2)?));
+        pool.begin_scrub(slot(2)?)?;
+        assert_eq!(pool.oldest_dirty(), Some(slot(0)?));
+        assert_eq!(pool.begin_scrub(slot(1)?), Err(EINVAL));
         Ok(())
     }
 
@@ -375,12 +397,12 @@ mod tests {
         for owner in 1..=16u32 {
             acquire(&mut pool, owner)?;
         }
-        pool.begin_release(6)?;
-        assert!(pool.get(6).ok_or(EINVAL)?.is_live());
+        pool.begin_release(slot(6)?)?;
+        assert!(pool.get(slot(6)?).is_live());
         assert_eq!(pool.find_owner(|o| *o == 7), None);
         assert_eq!(pool.choose(), Choice::Full);
-        pool.finish_release(6, 1)?;
-        assert!(!pool.get(6).ok_or(EINVAL)?.is_live());
+        pool.finish_release(slot(6)?, 1)?;
+        assert!(!pool.get(slot(6)?).is_live());
         assert_eq!(pool.live().count(), 15);
         Ok(())
     }
@@ -388,41 +410,55 @@ mod tests {
     #[test]
     fn generation_is_odd_exactly_while_owned() -> Result {
         let mut pool = Pool::new();
-        let slot = acquire(&mut pool, 1)?;
-        let owned = pool.get(slot).ok_or(EINVAL)?.generation();
+        let index = slot(acquire(&mut pool, 1)?)?;
+        let owned = pool.get(index).generation();
         assert_eq!(owned % 2, 1);
-        let (released, _) = pool.begin_release(slot)?;
+        let released = pool.begin_release(index)?;
         assert_eq!(released, owned + 1);
-        pool.finish_release(slot, 1)?;
-        assert_eq!(pool.begin_scrub(slot)?, released);
-        pool.finish_scrub(slot)?;
-        assert_eq!(pool.assign(slot, 2)?, owned + 2);
+        pool.finish_release(index, 1)?;
+        assert_eq!(pool.begin_scrub(index)?, released);
+        pool.finish_scrub(index)?;
+        assert_eq!(pool.assign(index, 2)?, owned + 2);
         Ok(())
     }
 
     #[test]
-    fn writers_are_recorded_once_and_handed_over_at_release() -> Result {
+    fn a_view_shows_the_slab_only_within_its_tenure_and_never_again() -> Result {
         let mut pool = Pool::new();
-        let slot = acquire(&mut pool, 1)?;
-        pool.add_writer(slot, 10)?;
-        pool.add_writer(slot, 10)?;
-        pool.add_writer(slot, 11)?;
-        let (_, writers) = pool.begin_release(slot)?;
-        assert_eq!(&writers[..], &[10, 11]);
-        // A slot that is not owned takes no writer.
-        assert_eq!(pool.add_writer(slot, 12), Err(EINVAL));
+        let index = slot(acquire(&mut pool, 1)?)?;
+        let first = pool.get(index).view();
+        assert!(pool.shows(index, first));
+        // A renewal leaves the owner, but not the mappings made before it.
+        let renewed = pool.renew_view(index)?;
+        assert!(!pool.shows(index, first));
+        assert!(pool.shows(index, renewed));
+        assert_eq!(pool.get(index).owner(), Some(&1));
+        pool.begin_release(index)?;
+        assert!(!pool.shows(index, renewed));
+        assert!(!pool.shows(index, pool.get(index).view()));
+        assert_eq!(pool.renew_view(index), Err(EINVAL));
+        pool.finish_release(index, 1)?;
+        pool.begin_scrub(index)?;
+        pool.finish_scrub(index)?;
+        // The next tenure of the slot has a view no earlier mapping was made for.
+        pool.assign(index, 2)?;
+        let next = pool.get(index).view();
+        assert!(pool.shows(index, next));
+        for old in [first, renewed] {
+            assert!(!pool.shows(index, old));
+        }
         Ok(())
     }
 
     #[test]
     fn out_of_order_transitions_are_refused() -> Result {
         let mut pool = Pool::new();
-        assert_eq!(pool.begin_release(0).map(|_| ()), Err(EINVAL));
-        assert_eq!(pool.finish_release(0, 1), Err(EINVAL));
-        assert_eq!(pool.finish_scrub(0), Err(EINVAL));
-        assert_eq!(pool.assign(SLOT_COUNT, 1), Err(EINVAL));
-        let slot = acquire(&mut pool, 1)?;
-        assert_eq!(pool.assign(slot, 2), Err(EBUSY));
+        assert_eq!(pool.begin_release(slot(0)?).map(|_| ()), Err(EINVAL));
+        assert_eq!(pool.finish_release(slot(0)?, 1), Err(EINVAL));
+        assert_eq!(pool.finish_scrub(slot(0)?), Err(EINVAL));
+        let index = slot(acquire(&mut pool, 1)?)?;
+        assert_eq!(pool.assign(index, 2), Err(EBUSY));
+        assert!(pool.owner_mut(index).is_some());
         Ok(())
     }
 }

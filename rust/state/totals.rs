@@ -14,13 +14,19 @@ use crate::{
     },
     state::{
         slab_values::SlabValues,
-        slots::SLOT_COUNT, //
+        slot_index::{
+            PerSlot,
+            SlotIndex, //
+        },
     },
 };
 use kernel::prelude::*;
 
 /// Number of aggregated counters per core.
 pub(crate) const NODE_COUNT: usize = SYSFS_COUNTERS.len();
+
+/// The most NeuronCores a device has (the `cores_per_device` parameter's bound).
+pub(crate) const MAX_CORES: usize = 16;
 
 /// What one slab contributes to `counter` (e.g. FLOPs from MACs); modular, like the original's
 /// `u64` arithmetic.
@@ -38,89 +44,93 @@ pub(crate) struct Shown {
     pub(crate) present: u64,
 }
 
+/// Counters whose files changed, one bit per index into `SYSFS_COUNTERS`.
+pub(crate) type ChangedCounters = u64;
+
+const _: () = assert!(NODE_COUNT <= ChangedCounters::BITS as usize);
+
+/// The totals of one core.
+struct CoreTotals {
+    /// Per counter: what released slabs added since load or the last reset.
+    released: [u64; NODE_COUNT],
+    /// Per counter: what the last release added.
+    present: [u64; NODE_COUNT],
+    /// The counters whose `total` or `present` changed since [`DeviceTotals::take_changed`].
+    changed: ChangedCounters,
+}
+
 /// The totals of every core of one device.
 pub(crate) struct DeviceTotals {
-    core_count: usize,
-    /// Per core and counter: what released slabs added since load or the last reset.
-    released: KVec<[u64; NODE_COUNT]>,
-    /// Per core and counter: what the last release added.
-    present: KVec<[u64; NODE_COUNT]>,
-    /// Per slot, core and counter, at `slot * core_count + core`: what the slot's slab held at
-    /// the last reset while it was live.
-    baselines: KVec<[u64; NODE_COUNT]>,
+    cores: KVec<CoreTotals>,
+    /// Per slot, core and counter: what the slot's slab held at the last reset while it was
+    /// live.
+    baselines: KBox<PerSlot<KVec<[u64; NODE_COUNT]>>>,
 }
 
 impl DeviceTotals {
     /// Zeroed totals for `core_count` cores.
     pub(crate) fn new(core_count: usize) -> Result<Self> {
-        let zeroed = |count| KVec::from_elem([0u64; NODE_COUNT], count, GFP_KERNEL);
+        let mut cores = KVec::with_capacity(core_count, GFP_KERNEL)?;
+        for _ in 0..core_count {
+            cores.push(
+                CoreTotals {
+                    released: [0; NODE_COUNT],
+                    present: [0; NODE_COUNT],
+                    changed: 0,
+                },
+                GFP_KERNEL,
+            )?;
+        }
         Ok(Self {
-            core_count,
-            released: zeroed(core_count)?,
-            present: zeroed(core_count)?,
-            baselines: zeroed(SLOT_COUNT.checked_mul(core_count).ok_or(EINVAL)?)?,
+            cores,
+            baselines: KBox::init(
+                PerSlot::try_init(|_| {
+                    Ok(KVec::from_elem([0; NODE_COUNT], core_count, GFP_KERNEL)?)
+                }),
+                GFP_KERNEL,
+            )?,
         })
     }
 
-    fn baseline(&self, slot: usize, core: usize) -> Option<&[u64; NODE_COUNT]> {
-        if core >= self.core_count {
-            return None;
-        }
-        self.baselines
-            .get(slot.checked_mul(self.core_count)? + core)
-    }
-
     /// Counter `node` (an index into `SYSFS_COUNTERS`) of `core`, with `live` the slots whose
-    /// slabs are still counted live and their slabs.
+    /// slabs are still counted live and their slabs; `None` for a counter the device lacks.
     pub(crate) fn shown(
         &self,
         core: usize,
         node: usize,
-        live: impl Iterator<Item = (usize, impl SlabValues)>,
+        live: impl Iterator<Item = (SlotIndex, impl SlabValues)>,
     ) -> Option<Shown> {
         let counter = SYSFS_COUNTERS.get(node)?;
-        let released = *self.released.get(core)?.get(node)?;
-        let present = *self.present.get(core)?.get(node)?;
+        let totals = self.cores.get(core)?;
         let live = live
             .map(|(slot, slab)| {
-                let baseline = self
-                    .baseline(slot, core)
-                    .and_then(|b| b.get(node))
-                    .copied()
-                    .unwrap_or(0);
+                let baseline = self.baselines[slot]
+                    .get(core)
+                    .map_or(0, |baseline| baseline.get(node).copied().unwrap_or(0));
                 contribution(counter, &slab, core).wrapping_sub(baseline)
             })
             .fold(0u64, u64::wrapping_add);
         Some(Shown {
-            total: released.wrapping_add(live),
-            present,
+            total: totals.released.get(node)?.wrapping_add(live),
+            present: *totals.present.get(node)?,
         })
     }
 
     /// Adds what released slot `slot` counted (`slab`, its final values) to every counter of
     /// every core, less its baselines, which are forgotten.
-    pub(crate) fn add_release(&mut self, slot: usize, slab: &dyn SlabValues) {
-        for core in 0..self.core_count {
-            let Some(index) = slot.checked_mul(self.core_count).map(|i| i + core) else {
-                continue;
-            };
-            let baseline = self
-                .baselines
-                .get_mut(index)
-                .map(core::mem::take)
-                .unwrap_or([0; NODE_COUNT]);
-            let (Some(released), Some(present)) =
-                (self.released.get_mut(core), self.present.get_mut(core))
-            else {
-                continue;
-            };
-            for (node, counter) in SYSFS_COUNTERS.iter().enumerate() {
-                let added = contribution(counter, slab, core)
-                    .wrapping_sub(baseline.get(node).copied().unwrap_or(0));
-                if let (Some(total), Some(last)) = (released.get_mut(node), present.get_mut(node)) {
-                    *total = total.wrapping_add(added);
-                    *last = added;
+    pub(crate) fn add_release(&mut self, slot: SlotIndex, slab: &dyn SlabValues) {
+        let baselines = self.baselines[slot].iter_mut();
+        for (core, (totals, baseline)) in self.cores.iter_mut().zip(baselines).enumerate() {
+            let baseline = core::mem::replace(baseline, [0; NODE_COUNT]);
+            let counters = SYSFS_COUNTERS.iter().zip(baseline);
+            let sums = totals.released.iter_mut().zip(totals.present.iter_mut());
+            for (bit, ((counter, baseline), (total, last))) in counters.zip(sums).enumerate() {
+                let added = contribution(counter, slab, core).wrapping_sub(baseline);
+                if added != 0 || *last != 0 {
+                    totals.changed |= 1 << bit;
                 }
+                *total = total.wrapping_add(added);
+                *last = added;
             }
         }
     }
@@ -131,29 +141,33 @@ impl DeviceTotals {
         &mut self,
         core: usize,
         node: usize,
-        live: impl Iterator<Item = (usize, impl SlabValues)>,
+        live: impl Iterator<Item = (SlotIndex, impl SlabValues)>,
     ) -> Result {
         let counter = SYSFS_COUNTERS.get(node).ok_or(EINVAL)?;
-        *self
-            .released
-            .get_mut(core)
-            .and_then(|c| c.get_mut(node))
-            .ok_or(EINVAL)? = 0;
-        *self
-            .present
-            .get_mut(core)
-            .and_then(|c| c.get_mut(node))
-            .ok_or(EINVAL)? = 0;
+        let totals = self.cores.get_mut(core).ok_or(EINVAL)?;
+        let (Some(total), Some(last)) =
+            (totals.released.get_mut(node), totals.present.get_mut(node))
+        else {
+            return Err(EINVAL);
+        };
+        (*total, *last) = (0, 0);
+        totals.changed |= 1 << node;
         for (slot, slab) in live {
-            let index = slot
-                .checked_mul(self.core_count)
-                .map(|i| i + core)
-                .ok_or(EINVAL)?;
-            if let Some(baseline) = self.baselines.get_mut(index).and_then(|b| b.get_mut(node)) {
+            if let Some(baseline) = self.baselines[slot]
+                .get_mut(core)
+                .and_then(|b| b.get_mut(node))
+            {
                 *baseline = contribution(counter, &slab, core);
             }
         }
         Ok(())
+    }
+
+    /// The counters of `core` whose files changed since the last call, forgetting them.
+    pub(crate) fn take_changed(&mut self, core: usize) -> ChangedCounters {
+        self.cores
+            .get_mut(core)
+            .map_or(0, |totals| core::mem::take(&mut totals.changed))
     }
 }
 
@@ -161,7 +175,10 @@ impl DeviceTotals {
 mod tests {
     use super::*;
     use crate::abi::{
-        counters::NdCounter,
+        counters::{
+            NcCounter,
+            NdCounter, //
+        },
         sysfs::{
             sysfs_counter,
             SysfsGroup, //
@@ -190,15 +207,40 @@ mod tests {
         }
     }
 
-    fn none<'a>() -> impl Iterator<Item = (usize, &'a dyn SlabValues)> {
+    /// A slab with one counter of one core set.
+    struct Fixed {
+        core: usize,
+        index: usize,
+        count: u64,
+    }
+
+    impl SlabValues for Fixed {
+        fn nc(&self, core: usize, index: usize) -> u64 {
+            if (core, index) == (self.core, self.index) {
+                self.count
+            } else {
+                0
+            }
+        }
+
+        fn nd(&self, _: NdCounter) -> u64 {
+            0
+        }
+    }
+
+    fn none<'a>() -> impl Iterator<Item = (SlotIndex, &'a dyn SlabValues)> {
         core::iter::empty()
+    }
+
+    fn slot(index: usize) -> Result<SlotIndex> {
+        SlotIndex::new(index).ok_or(EINVAL)
     }
 
     #[test]
     fn a_release_adds_every_counter_of_every_core() -> Result {
         let mut totals = DeviceTotals::new(2)?;
-        totals.add_release(0, &Synthetic(0));
-        totals.add_release(1, &Synthetic(0));
+        totals.add_release(slot(0)?, &Synthetic(0));
+        totals.add_release(slot(1)?, &Synthetic(0));
         let success = node(SysfsGroup::Status, "success")?;
         // INFER_COMPLETED is NC counter 1.
         assert_eq!(totals.shown(0, success, none()).ok_or(EINVAL)?.total, 2);
@@ -218,7 +260,7 @@ mod tests {
     #[test]
     fn flop_count_is_twice_the_mac_count() -> Result {
         let mut totals = DeviceTotals::new(1)?;
-        totals.add_release(3, &Synthetic(0));
+        totals.add_release(slot(3)?, &Synthetic(0));
         let flops = node(SysfsGroup::OtherInfo, "flop_count")?;
         // MAC_COUNT is NC counter 29.
         assert_eq!(totals.shown(0, flops, none()).ok_or(EINVAL)?.total, 58);
@@ -229,10 +271,14 @@ mod tests {
     fn total_includes_live_slabs_and_present_is_the_last_release() -> Result {
         let mut totals = DeviceTotals::new(1)?;
         let timeout = node(SysfsGroup::Status, "timeout")?;
-        totals.add_release(0, &Synthetic(100));
+        totals.add_release(slot(0)?, &Synthetic(100));
         let live = Synthetic(10);
         let shown = totals
-            .shown(0, timeout, [(1, &live as &dyn SlabValues)].into_iter())
+            .shown(
+                0,
+                timeout,
+                [(slot(1)?, &live as &dyn SlabValues)].into_iter(),
+            )
             .ok_or(EINVAL)?;
         // NC counter 4 (timeout): 104 released, 14 live.
         assert_eq!(
@@ -249,17 +295,29 @@ mod tests {
     fn a_reset_reads_zero_and_pre_reset_counts_never_come_back() -> Result {
         let mut totals = DeviceTotals::new(1)?;
         let timeout = node(SysfsGroup::Status, "timeout")?;
-        totals.add_release(0, &Synthetic(100));
+        totals.add_release(slot(0)?, &Synthetic(100));
         // Slot 5 is live with 14 timeouts when the counter is reset.
         let before = Synthetic(10);
-        totals.reset(0, timeout, [(5, &before as &dyn SlabValues)].into_iter())?;
-        let shown = totals.shown(0, timeout, [(5, &before as &dyn SlabValues)].into_iter());
+        totals.reset(
+            0,
+            timeout,
+            [(slot(5)?, &before as &dyn SlabValues)].into_iter(),
+        )?;
+        let shown = totals.shown(
+            0,
+            timeout,
+            [(slot(5)?, &before as &dyn SlabValues)].into_iter(),
+        );
         assert_eq!(shown, Some(Shown::default()));
         // It counts 3 more, then is released: only the 3 appear, live and after the release.
         let after = Synthetic(13);
-        let shown = totals.shown(0, timeout, [(5, &after as &dyn SlabValues)].into_iter());
+        let shown = totals.shown(
+            0,
+            timeout,
+            [(slot(5)?, &after as &dyn SlabValues)].into_iter(),
+        );
         assert_eq!(shown.map(|s| s.total), Some(3));
-        totals.add_release(5, &after);
+        totals.add_release(slot(5)?, &after);
         assert_eq!(
             totals.shown(0, timeout, none()),
             Some(Shown {
@@ -269,7 +327,11 @@ mod tests {
         );
         // The next owner of slot 5 starts without a baseline.
         let next = Synthetic(1);
-        let shown = totals.shown(0, timeout, [(5, &next as &dyn SlabValues)].into_iter());
+        let shown = totals.shown(
+            0,
+            timeout,
+            [(slot(5)?, &next as &dyn SlabValues)].into_iter(),
+        );
         assert_eq!(shown.map(|s| s.total), Some(3 + 5));
         Ok(())
     }
@@ -279,7 +341,7 @@ mod tests {
         let mut totals = DeviceTotals::new(1)?;
         let timeout = node(SysfsGroup::Status, "timeout")?;
         let success = node(SysfsGroup::Status, "success")?;
-        totals.add_release(0, &Synthetic(0));
+        totals.add_release(slot(0)?, &Synthetic(0));
         totals.reset(0, timeout, none())?;
         assert_eq!(totals.shown(0, success, none()).map(|s| s.total), Some(1));
         assert_eq!(totals.reset(1, timeout, none()), Err(EINVAL));
@@ -290,8 +352,8 @@ mod tests {
     #[test]
     fn totals_wrap_instead_of_overflowing() -> Result {
         let mut totals = DeviceTotals::new(1)?;
-        totals.add_release(0, &Synthetic(u64::MAX - 1));
-        totals.add_release(1, &Synthetic(1));
+        totals.add_release(slot(0)?, &Synthetic(u64::MAX - 1));
+        totals.add_release(slot(1)?, &Synthetic(1));
         let success = node(SysfsGroup::Status, "success")?;
         // (MAX - 1 + 1) + (1 + 1) wraps to 1.
         assert_eq!(totals.shown(0, success, none()).map(|s| s.total), Some(1));
@@ -303,6 +365,31 @@ mod tests {
         let totals = DeviceTotals::new(2)?;
         assert_eq!(totals.shown(2, 0, none()), None);
         assert_eq!(totals.shown(0, NODE_COUNT, none()), None);
+        Ok(())
+    }
+
+    #[test]
+    fn a_release_and_a_reset_mark_exactly_the_counters_whose_files_changed() -> Result {
+        let mut totals = DeviceTotals::new(2)?;
+        let success = node(SysfsGroup::Status, "success")?;
+        let timeout = node(SysfsGroup::Status, "timeout")?;
+        let only = |count| Fixed {
+            core: 1,
+            index: NcCounter::InferCompleted.index(),
+            count,
+        };
+        totals.add_release(slot(0)?, &only(3));
+        assert_eq!(totals.take_changed(0), 0);
+        assert_eq!(totals.take_changed(1), 1 << success);
+        assert_eq!(totals.take_changed(1), 0);
+        // The next release adds nothing: `present` goes back to 0, which is a change.
+        totals.add_release(slot(1)?, &only(0));
+        assert_eq!(totals.take_changed(1), 1 << success);
+        totals.add_release(slot(2)?, &only(0));
+        assert_eq!(totals.take_changed(1), 0);
+        totals.reset(0, timeout, none())?;
+        assert_eq!(totals.take_changed(0), 1 << timeout);
+        assert_eq!(totals.take_changed(5), 0);
         Ok(())
     }
 }

@@ -30,7 +30,7 @@ done
 }
 
 # The userspace tools the guest tests (and the demo) run: load generator, monitor, top.
-tools=(nds-loadgen nds-monitor nds-top)
+tools=(nds-loadgen nds-monitor nds-top nds-metrics nds-ls)
 (cd "$here/../../userspace" &&
     cargo build --release --target "$GUEST_TARGET" $(printf -- '-p %s ' "${tools[@]}"))
 for tool in "${tools[@]}"; do

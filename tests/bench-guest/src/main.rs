@@ -5,14 +5,18 @@
 //! | --- | --- |
 //! | open + ACQUIRE + mmap + touch 64 pages + munmap + RELEASE + close | open + 2 null ioctls on the same device + mmap(MAP_POPULATE) of a 256 KiB memfd + touch 64 pages + munmap + close |
 //! | RELEASE (aggregation) with 16 live slabs | the same with 1 live slab |
+//! | RELEASE (aggregation) while four other processes have the slab mapped, every page touched | the same with none |
 //! | RELEASE while another process reads every sysfs counter file in a loop | RELEASE alone, and RELEASE while another process reads the misc device's `dev` attribute in a loop (the same load on the other CPU, no module code) |
 //! | open + read + close of a sysfs total, 1 and 16 live slabs | the same for the misc device's `dev` attribute |
+//! | wakeup of a reader blocked in `read()` of the posts, from the period's stamp | wakeup of a reader blocked in `read()` of a pipe, from the stamp of the thread that writes it after sleeping a period |
 //!
 //! A "null ioctl" is a command the driver does not know: it goes through the whole ioctl path
 //! into the driver and comes back with ENOTTY. Each pair is measured in alternating rounds so
 //! that a slow phase of the host (other builds on the same two cores) hits both sides; each
 //! round gives one sample (the mean of one batch) and the median sample is printed as a line
 //! `BENCH <key> <ns per op> <samples>` that `nds-bench-report` reads.
+//!
+//! Its one argument is the `metrics_period_ms` the module was loaded with.
 //!
 //! Nothing is asserted about timings; the binary fails only when a system call does.
 
@@ -29,6 +33,8 @@ use nds_abi::ioctl::{
 use nds_abi::layout::{NEURON_DATASTORE_SIZE, NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE};
 use nds_abi::sysfs::{sysfs_counter, SysfsGroup};
 use nds_bench::report::GuestBench;
+
+mod wakeup;
 
 /// The device under test.
 const DEVICE: &str = "/dev/neuron0";
@@ -131,6 +137,42 @@ impl Mapping {
         NonNull::new(addr)
             .map(Self)
             .ok_or_else(|| io::Error::other("mmap returned NULL"))
+    }
+
+    /// A read-only shared 256 KiB mapping.
+    fn read_only(fd: libc::c_int, offset: u64) -> Result<Self> {
+        let offset = libc::off_t::try_from(offset).map_err(io::Error::other)?;
+        // SAFETY: a fresh shared mapping at an address the kernel chooses.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                NEURON_DATASTORE_SIZE,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                offset,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return context(Err(io::Error::last_os_error()), "mmap");
+        }
+        NonNull::new(addr)
+            .map(Self)
+            .ok_or_else(|| io::Error::other("mmap returned NULL"))
+    }
+
+    /// Reads one byte of each of the 64 pages, as a reader attaching would.
+    fn read_every_page(&self) {
+        for page in 0..NEURON_DATASTORE_SIZE / PAGE_SIZE {
+            // SAFETY: inside the mapping.
+            unsafe {
+                self.0
+                    .as_ptr()
+                    .cast::<u8>()
+                    .add(page * PAGE_SIZE)
+                    .read_volatile();
+            }
+        }
     }
 
     /// Writes one byte in each of the 64 pages, as a producer starting up would.
@@ -378,6 +420,118 @@ fn sysfs_counter_files() -> Result<Vec<String>> {
     Ok(files)
 }
 
+/// Processes that map the slab of this process's file on command, reading every page, as
+/// monitors attached to it would (they inherit the file, and with it its grant).
+struct Readers(Vec<(libc::pid_t, File, File)>);
+
+impl Readers {
+    /// Forks `count` readers of `device`'s slab.
+    fn spawn(device: &Device, count: usize) -> Result<Self> {
+        let mut readers = Self(Vec::new());
+        for _ in 0..count {
+            let mut commands = [0; 2];
+            let mut answers = [0; 2];
+            // SAFETY: two-element arrays for pipe's two descriptors.
+            check(unsafe { libc::pipe(commands.as_mut_ptr()) }, "pipe")?;
+            check(unsafe { libc::pipe(answers.as_mut_ptr()) }, "pipe")?;
+            // SAFETY: this process is single-threaded; the child only makes system calls and
+            // leaves with `_exit`.
+            let pid = check(unsafe { libc::fork() }, "fork")?;
+            if pid == 0 {
+                // SAFETY: the child's ends of its pipes, owned by nothing else in it.
+                let (mut input, mut output) = unsafe {
+                    libc::close(commands[1]);
+                    libc::close(answers[0]);
+                    (
+                        File::from_raw_fd(commands[0]),
+                        File::from_raw_fd(answers[1]),
+                    )
+                };
+                Self::serve(device, &mut input, &mut output);
+                // SAFETY: leaving the child without running the parent's destructors.
+                unsafe { libc::_exit(0) };
+            }
+            // SAFETY: the parent's ends, owned by nothing else.
+            let (input, output) = unsafe {
+                libc::close(commands[0]);
+                libc::close(answers[1]);
+                (
+                    File::from_raw_fd(answers[0]),
+                    File::from_raw_fd(commands[1]),
+                )
+            };
+            readers.0.push((pid, output, input));
+        }
+        Ok(readers)
+    }
+
+    /// A reader's loop: `m` + offset maps and reads the reader's window of the owner's window at
+    /// that offset, `u` unmaps; each is answered with one byte.
+    fn serve(device: &Device, input: &mut File, output: &mut File) {
+        let mut mapping: Option<Mapping>;
+        let mut command = [0u8; 9];
+        while input.read_exact(&mut command).is_ok() {
+            match command[0] {
+                b'm' => {
+                    let mut offset = [0u8; 8];
+                    offset.copy_from_slice(&command[1..]);
+                    let reader_window = u64::from_ne_bytes(offset) - NEURON_DATASTORE_SIZE as u64;
+                    mapping = Mapping::read_only(device.0.as_raw_fd(), reader_window).ok();
+                    if let Some(view) = &mapping {
+                        view.read_every_page();
+                    }
+                }
+                _ => mapping = None,
+            }
+            if output.write_all(&[u8::from(mapping.is_some())]).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Tells every reader `command`, then waits for every answer.
+    fn tell(&mut self, command: u8, offset: u64) -> Result<()> {
+        let mut message = [command; 9];
+        message[1..].copy_from_slice(&offset.to_ne_bytes());
+        for (_, output, _) in &mut self.0 {
+            context(output.write_all(&message), "a reader's command")?;
+        }
+        for (_, _, input) in &mut self.0 {
+            let mut answer = [0u8];
+            context(input.read_exact(&mut answer), "a reader's answer")?;
+            if command == b'm' && answer[0] != 1 {
+                return Err(io::Error::other("a reader could not map the slab"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        // Every reader inherited the command pipes of the readers forked before it, so a
+        // reader sees the end of its commands only once all are closed: close them all before
+        // waiting for any.
+        let pids: Vec<_> = self.0.drain(..).map(|(pid, _output, _input)| pid).collect();
+        for pid in pids {
+            let mut status = 0;
+            // SAFETY: waiting for our own child, whose command pipe is closed now.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+        }
+    }
+}
+
+/// ACQUIRE and the readers' mappings (not timed), then RELEASE (timed), then their munmaps.
+fn timed_release_with_readers(device: &Device, readers: &mut Readers) -> Result<Duration> {
+    let offset = device.acquire()?;
+    readers.tell(b'm', offset)?;
+    let start = Instant::now();
+    device.release()?;
+    let elapsed = start.elapsed();
+    readers.tell(b'u', 0)?;
+    Ok(elapsed)
+}
+
 /// Processes that each own a slab of the device until dropped.
 struct Holders(Vec<(libc::pid_t, File)>);
 
@@ -476,6 +630,10 @@ fn run() -> Result<()> {
             let _holders = Holders::spawn(others)?;
             batch(|| timed_release(&device))
         }),
+        (GuestBench::ReleaseFourReaders, &mut || {
+            let mut readers = Readers::spawn(&device, 4)?;
+            batch(|| timed_release_with_readers(&device, &mut readers))
+        }),
         (GuestBench::ReleaseUnderSysfsReads, &mut || {
             let _reader = SysfsReadLoop::start(&counter_files)?;
             batch(|| timed_release(&device))
@@ -507,6 +665,19 @@ fn run() -> Result<()> {
         }),
     ])?;
     device.release()?;
+
+    // Last: the pipe's writer is a thread, and the benches above fork.
+    let period = wakeup::metrics_period()?;
+    let mut posts = wakeup::PostWaiter::new()?;
+    let mut pipe = wakeup::PipeWaiter::new(period)?;
+    alternate(&mut [
+        (GuestBench::PostWakeup, &mut || {
+            wakeup::sample(|| posts.wakeup())
+        }),
+        (GuestBench::PipeWakeup, &mut || {
+            wakeup::sample(|| pipe.wakeup())
+        }),
+    ])?;
     io::stdout().flush()
 }
 

@@ -2,7 +2,10 @@
 //! keeps exactly one capability (also raised as an ambient capability, the way a service
 //! manager grants `CAP_PERFMON` to a monitor).
 
-use std::io;
+use std::{io, os::unix::process::CommandExt, process::Command};
+
+/// Set in the image [`Identity::become_user`] executes, which runs as that identity already.
+const BECAME: &str = "NEURON_DS_IDENTITY_BECAME";
 
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 
@@ -103,6 +106,27 @@ impl Identity {
             }
         }
         Ok(())
+    }
+}
+
+impl Identity {
+    /// Switches to these credentials and executes the program again with the same arguments,
+    /// so that it runs as a process its user started would. The switch alone leaves the process
+    /// non-dumpable (the kernel does that to a process whose uids change), which the kernel's
+    /// rule for reading another process's state refuses same-uid readers for; the `execve`
+    /// after it makes the process dumpable again. Returns only in the new image.
+    pub fn become_user(self) -> io::Result<()> {
+        if std::env::var_os(BECAME).is_some() {
+            return Ok(());
+        }
+        self.assume()?;
+        let mut args = std::env::args_os().skip(1);
+        let error = Command::new("/proc/self/exe")
+            .arg0(std::env::args_os().next().unwrap_or_default())
+            .args(&mut args)
+            .env(BECAME, "1")
+            .exec();
+        Err(error)
     }
 }
 

@@ -2,7 +2,6 @@
 //! system calls, so each test sees exactly the errno the kernel returned, plus a handle on
 //! `ds-producer` helper processes and readers of the module's sysfs files.
 
-pub mod corpus;
 pub mod fault_injection;
 pub mod identity;
 pub mod kcov;
@@ -28,6 +27,12 @@ pub const DEVICE: &str = "/dev/neuron0";
 pub const ACQUIRE: u32 = 0x8008_4E47;
 /// `RELEASE_NEURON_DS`.
 pub const RELEASE: u32 = 0x8008_4E48;
+/// `METRICS_CTRL`: `_IOW('N', 128, struct neuron_ioctl_metrics_ctrl)`.
+pub const METRICS_CTRL: u32 = 0x4004_4E80;
+/// `NEURON_METRICS_MODE_PERIODIC_ENABLE`.
+pub const METRICS_ENABLE: u32 = 0;
+/// `NEURON_METRICS_MODE_PERIODIC_DISABLE`.
+pub const METRICS_DISABLE: u32 = 1;
 /// Bytes in one slab.
 pub const SLAB_SIZE: usize = 262_144;
 /// Byte offset of the kernel-maintained slab generation.
@@ -70,6 +75,55 @@ pub struct DsInfo {
     pub size: u32,
     /// Padding.
     pub reserved1: u32,
+}
+
+/// `METRICS_CTRL` with `mode`.
+pub fn metrics_ctrl(file: &File, mode: u32) -> io::Result<i32> {
+    let mut arg = mode;
+    ioctl(file, METRICS_CTRL, std::ptr::addr_of_mut!(arg) as usize)
+}
+
+/// Opens the metric post stream of node `path` for reading without waiting (`O_NONBLOCK`): a
+/// read returns the posts there are, or `EAGAIN` when there is none.
+pub fn open_posts(path: &str) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// Every post of `stream` (opened with [`open_posts`]) that it has not read yet, in order.
+pub fn read_available_posts(stream: &mut File) -> Vec<nds_abi::metrics::MetricPost> {
+    use nds_abi::metrics::{MetricPost, METRIC_POST_SIZE};
+    use std::io::Read;
+    use zerocopy::FromBytes;
+    let mut posts = Vec::new();
+    let mut buf = vec![0u8; 64 * METRIC_POST_SIZE];
+    loop {
+        let n = match stream.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return posts,
+            Err(e) => panic!("reading posts: {e}"),
+        };
+        assert!(n > 0, "a post stream never ends");
+        assert_eq!(n % METRIC_POST_SIZE, 0, "reads return whole posts");
+        for chunk in buf[..n].chunks_exact(METRIC_POST_SIZE) {
+            posts.push(MetricPost::read_from_bytes(chunk).unwrap());
+        }
+    }
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds: the clock of a post's `posted_ns`.
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec for the call to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_MONOTONIC)");
+    u64::try_from(now.tv_sec).unwrap() * 1_000_000_000 + u64::try_from(now.tv_nsec).unwrap()
 }
 
 /// Opens `path` read-write, as a producer would.
@@ -129,13 +183,24 @@ pub struct Mapping {
 impl Mapping {
     /// `mmap(NULL, len, prot, MAP_SHARED, fd, offset)`.
     pub fn new(file: &File, len: usize, prot: i32, offset: u64) -> io::Result<Self> {
-        // SAFETY: a fresh shared mapping chosen by the kernel; nothing else is at that address.
+        Self::with_flags(file, len, prot, libc::MAP_SHARED, offset)
+    }
+
+    /// `mmap(NULL, len, prot, flags, fd, offset)`.
+    pub fn with_flags(
+        file: &File,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        offset: u64,
+    ) -> io::Result<Self> {
+        // SAFETY: a fresh mapping chosen by the kernel; nothing else is at that address.
         let addr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 prot,
-                libc::MAP_SHARED,
+                flags,
                 file.as_raw_fd(),
                 offset as libc::off_t,
             )
@@ -151,11 +216,16 @@ impl Mapping {
 
     /// A private read-only anonymous page, for handing the kernel unwritable memory.
     pub fn anonymous_read_only() -> Self {
+        Self::anonymous(4096)
+    }
+
+    /// `len` bytes of private read-only anonymous memory.
+    fn anonymous(len: usize) -> Self {
         // SAFETY: a fresh anonymous mapping chosen by the kernel.
         let addr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                4096,
+                len,
                 libc::PROT_READ,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
@@ -165,7 +235,7 @@ impl Mapping {
         assert_ne!(addr, libc::MAP_FAILED);
         Self {
             addr: NonNull::new(addr.cast()).unwrap(),
-            len: 4096,
+            len,
         }
     }
 
@@ -223,6 +293,33 @@ impl Mapping {
             .and_then(|line| line.split_whitespace().nth(1))
             .unwrap_or("")
             .to_owned()
+    }
+
+    /// Moves the mapping to another address with `mremap`.
+    pub fn moved(self) -> io::Result<Self> {
+        // A place of the same size to move to, chosen by the kernel.
+        let target = Self::anonymous(self.len);
+        // SAFETY: both ranges are exactly mappings this process owns; the old one is taken
+        // over by the move (and forgotten below), the target replaced by it.
+        let addr = unsafe {
+            libc::mremap(
+                self.addr().cast(),
+                self.len,
+                self.len,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                target.addr(),
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let len = self.len;
+        std::mem::forget(self);
+        std::mem::forget(target);
+        Ok(Self {
+            addr: NonNull::new(addr.cast()).expect("mremap returned NULL"),
+            len,
+        })
     }
 
     /// `mprotect` of the whole mapping.
@@ -335,6 +432,33 @@ pub fn slots_on(device: usize) -> Vec<SlotRow> {
             }
         })
         .collect()
+}
+
+/// A device node made readable and writable by everyone (mode 0666, as the original driver's
+/// udev rule makes it) until dropped, so that every refusal another uid meets is the module's.
+pub struct WorldWritableNode {
+    path: String,
+    original: u32,
+}
+
+impl WorldWritableNode {
+    /// Opens up `path`.
+    pub fn new(path: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let original = fs::metadata(path).unwrap().permissions().mode();
+        fs::set_permissions(path, fs::Permissions::from_mode(0o666)).unwrap();
+        Self {
+            path: path.into(),
+            original,
+        }
+    }
+}
+
+impl Drop for WorldWritableNode {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = fs::set_permissions(&self.path, fs::Permissions::from_mode(self.original));
+    }
 }
 
 /// Where the helper binaries are in the guest.

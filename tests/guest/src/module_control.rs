@@ -2,7 +2,7 @@
 //! do), so that a campaign sees the exact errno and can arm failure injection around them.
 
 use crate::{MODULE_CLASS, SYSFS_CLASS};
-use std::{ffi::CString, fs, fs::File, io, os::fd::AsRawFd};
+use std::{ffi::CString, fs, fs::File, io, os::fd::AsRawFd, process::Command};
 
 /// The module's name.
 pub const MODULE: &str = "neuron_ds";
@@ -64,4 +64,49 @@ pub fn leftovers() -> Vec<String> {
         found.push(MODULE_CLASS.into());
     }
     found
+}
+
+/// Runs `program` with `args`; panics unless it succeeds.
+pub fn run(program: &str, args: &[&str]) {
+    let status = Command::new(program).args(args).status().unwrap();
+    assert!(status.success(), "{program} {args:?}: {status}");
+}
+
+/// The parameters the harness loaded the module with (`/module.params`).
+pub fn harness_params() -> Vec<String> {
+    fs::read_to_string("/module.params")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Reloads the module with the harness's parameters, overridden by `extra`; loads it if a
+/// test left it unloaded.
+pub fn reload_with(extra: &[&str]) {
+    if fs::metadata(format!("/sys/module/{MODULE}")).is_ok() {
+        run("rmmod", &[MODULE]);
+    }
+    let mut params: Vec<String> = harness_params()
+        .into_iter()
+        .filter(|p| {
+            !extra
+                .iter()
+                .any(|e| e.split('=').next() == p.split('=').next())
+        })
+        .collect();
+    params.extend(extra.iter().map(|e| (*e).to_owned()));
+    let mut args = vec!["/neuron_ds.ko".to_owned()];
+    args.extend(params);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run("insmod", &args);
+}
+
+/// Puts the harness's module back when a test ends, even by a failed assertion.
+pub struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        reload_with(&[]);
+    }
 }

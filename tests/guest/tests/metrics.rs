@@ -3,9 +3,8 @@
 //! or were killed. Needs the module loaded with a short `metrics_period_ms`.
 
 use nds_abi::metrics::{MetricPost, METRIC_POST_SIZE};
-use neuron_ds_guest_tests::{Producer, DEVICE};
+use neuron_ds_guest_tests::{monotonic_ns, open_posts, read_available_posts, Producer, DEVICE};
 use std::{collections::BTreeMap, fs, io::Read, thread, time::Duration};
-use zerocopy::FromBytes;
 
 /// The period the guest loaded the module with (the harness's /module.params).
 fn period() -> Duration {
@@ -21,22 +20,6 @@ fn period() -> Duration {
         "the guest must load the module with a short period"
     );
     Duration::from_millis(ms)
-}
-
-/// Every post not read yet from `device`, in order.
-fn read_posts(device: &mut fs::File) -> Vec<MetricPost> {
-    let mut posts = Vec::new();
-    let mut buf = vec![0u8; 64 * METRIC_POST_SIZE];
-    loop {
-        let n = device.read(&mut buf).unwrap();
-        if n == 0 {
-            return posts;
-        }
-        assert_eq!(n % METRIC_POST_SIZE, 0, "reads return whole posts");
-        for chunk in buf[..n].chunks_exact(METRIC_POST_SIZE) {
-            posts.push(MetricPost::read_from_bytes(chunk).unwrap());
-        }
-    }
 }
 
 /// Sum of the posted values per CloudWatch id.
@@ -55,11 +38,12 @@ fn sums(posts: &[MetricPost], ids: &[u8]) -> BTreeMap<u8, u64> {
 #[test]
 fn posted_deltas_add_up_to_what_producers_wrote() {
     let period = period();
-    let mut stream = fs::File::open(DEVICE).unwrap();
+    let mut stream = open_posts(DEVICE).unwrap();
     // Let every earlier test's releases be posted, then start from the current end.
     thread::sleep(period * 2);
-    let drained = read_posts(&mut stream);
+    let drained = read_available_posts(&mut stream);
     let mut last_seq = drained.last().map_or(0, |p| p.seq);
+    let started_ns = monotonic_ns();
 
     // (core, NC index, value): success is cw 200, timeout cw 205, EXT 40 cw 229.
     let a = Producer::start(DEVICE, &[(0, 1, 10), (1, 4, 2)]).unwrap();
@@ -74,10 +58,26 @@ fn posted_deltas_add_up_to_what_producers_wrote() {
     b.exit();
     thread::sleep(period * 2);
 
-    let posts = read_posts(&mut stream);
+    let posts = read_available_posts(&mut stream);
+    let ended_ns = monotonic_ns();
     for post in &posts {
         assert_eq!(post.seq, last_seq + 1, "no post was dropped");
         last_seq = post.seq;
+        assert!(
+            (started_ns..=ended_ns).contains(&post.posted_ns),
+            "post {} says it was taken at {} ns, outside the test's {started_ns}..={ended_ns}",
+            post.seq,
+            post.posted_ns
+        );
+    }
+    // The posts of one period carry its one time, and later periods later times.
+    for pair in posts.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if a.period == b.period {
+            assert_eq!(a.posted_ns, b.posted_ns, "one period, one time");
+        } else {
+            assert!(b.posted_ns > a.posted_ns, "a later period is taken later");
+        }
     }
     let periods: std::collections::BTreeSet<u64> = posts.iter().map(|p| p.period).collect();
     println!("{} posts over {} periods", posts.len(), periods.len());
@@ -91,7 +91,7 @@ fn posted_deltas_add_up_to_what_producers_wrote() {
 
 #[test]
 fn reads_smaller_than_one_post_are_refused() {
-    let mut stream = fs::File::open(DEVICE).unwrap();
+    let mut stream = open_posts(DEVICE).unwrap();
     let mut small = [0u8; METRIC_POST_SIZE - 1];
     let err = stream.read(&mut small).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EINVAL));

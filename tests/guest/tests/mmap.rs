@@ -142,30 +142,91 @@ fn a_mapping_is_not_inherited_across_fork() {
 }
 
 #[test]
-fn the_generation_word_changes_when_the_slab_is_released() {
-    let producer = Producer::start(DEVICE, &[]).unwrap();
+fn a_readers_view_ends_with_the_tenure_and_the_generation_moves_on() {
+    let producer = Producer::start(DEVICE, &[(0, 1, 12)]).unwrap();
+    let slot = offset_slot(producer.offset);
     let file = open_device(DEVICE).unwrap();
     let info = acquire(&file, producer.pid).unwrap();
     let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset).unwrap();
     let owned = view.read_u64(GENERATION_OFFSET);
     assert_eq!(owned % 2, 1);
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 12);
     producer.release_and_exit();
-    let freed = view.read_u64(GENERATION_OFFSET);
-    assert_eq!(
-        freed,
-        owned + 1,
-        "released: the generation moved on and is even"
-    );
-    // The next owner of that slab gets yet another generation.
+    // The view ended: the mapping reads zeros (its generation word too, which is not the
+    // generation it attached to), while the slot table shows the release.
+    assert_eq!(view.read_u64(GENERATION_OFFSET), 0);
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 0);
+    assert_eq!(slots()[slot].generation, owned + 1, "released: even");
+    // The next owner of that slab gets yet another generation, which the old view never shows.
     let mut next = Vec::new();
     loop {
-        let p = Producer::start(DEVICE, &[]).unwrap();
+        let p = Producer::start(DEVICE, &[(0, 1, 99)]).unwrap();
         let same = p.offset == info.mmap_offset;
         next.push(p);
         if same || next.len() == SLOTS {
             break;
         }
     }
-    assert_eq!(view.read_u64(GENERATION_OFFSET), owned + 2);
+    assert_eq!(slots()[slot].generation, owned + 2);
+    assert_eq!(view.read_u64(GENERATION_OFFSET), 0);
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 0);
     next.into_iter().for_each(Producer::exit);
+}
+
+#[test]
+fn a_fault_maps_the_rest_of_a_split_mapping_at_the_right_places() {
+    // The first fault of a window maps all its pages that the VMA covers. Split VMAs (the
+    // head and tail unmapped) start and end inside the window: every page must still land at
+    // its own place, and none outside what is left.
+    const PAGE: usize = 4096;
+    const PAGES: usize = SLAB_SIZE / PAGE;
+    let (head, tail) = (10, 6);
+    let file = open_device(DEVICE).unwrap();
+    let info = acquire(&file, 0).unwrap();
+    let owner = Mapping::new(&file, SLAB_SIZE, RW, info.mmap_offset).unwrap();
+    // SAFETY: the head and the tail of our own mapping, never used again.
+    unsafe {
+        assert_eq!(libc::munmap(owner.addr().cast(), head * PAGE), 0);
+        let tail_start = owner.addr().add((PAGES - tail) * PAGE);
+        assert_eq!(libc::munmap(tail_start.cast(), tail * PAGE), 0);
+    }
+    // First touch in the middle of what is left, then a marker in every page of it.
+    owner.write_u64(30 * PAGE + 8, 1);
+    let mut resident = vec![0u8; PAGES - head - tail];
+    // SAFETY: exactly what is left of the mapping; `resident` has one byte per page of it.
+    let rc = unsafe {
+        libc::mincore(
+            owner.addr().add(head * PAGE).cast(),
+            resident.len() * PAGE,
+            resident.as_mut_ptr(),
+        )
+    };
+    assert_eq!(rc, 0);
+    assert!(
+        resident.iter().all(|byte| byte & 1 != 0),
+        "one fault mapped every page left"
+    );
+    for page in head..PAGES - tail {
+        owner.write_u64(page * PAGE + 8, 1000 + page as u64);
+    }
+    // The reader's window of the same slab, through the owner's file as a forked monitor would.
+    let reader_window = info.mmap_offset - SLAB_SIZE as u64;
+    let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, reader_window).unwrap();
+    // SAFETY: the head of the reader's own mapping, never used again.
+    unsafe { assert_eq!(libc::munmap(view.addr().cast(), head * PAGE), 0) };
+    assert_eq!(view.read_u64(40 * PAGE + 8), 1040);
+    for page in head..PAGES - tail {
+        assert_eq!(
+            view.read_u64(page * PAGE + 8),
+            1000 + page as u64,
+            "page {page}"
+        );
+    }
+    for page in PAGES - tail..PAGES {
+        assert_eq!(
+            view.read_u64(page * PAGE + 8),
+            0,
+            "page {page} was never written"
+        );
+    }
 }

@@ -1,63 +1,19 @@
 //! The module's parameters, each under both settings, and the original sysfs location. Tests
 //! that reload the module put it back with the harness's parameters before they end.
 
-use nds_abi::metrics::{MetricPost, METRIC_POST_SIZE};
-use neuron_ds_guest_tests::*;
+use neuron_ds_guest_tests::{
+    module_control::{harness_params, reload_with, run, Restore},
+    *,
+};
 use std::{
     fs,
-    io::Read,
     process::Command,
     thread,
     time::{Duration, Instant},
 };
-use zerocopy::FromBytes;
 
 /// The CloudWatch id of NeuronCore utilization.
 const UTILIZATION: u8 = 90;
-
-fn run(program: &str, args: &[&str]) {
-    let status = Command::new(program).args(args).status().unwrap();
-    assert!(status.success(), "{program} {args:?}: {status}");
-}
-
-/// The harness's parameters.
-fn harness_params() -> Vec<String> {
-    fs::read_to_string("/module.params")
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Reloads the module with the harness's parameters, overridden by `extra`; loads it if a
-/// test left it unloaded.
-fn reload_with(extra: &[&str]) {
-    if fs::metadata("/sys/module/neuron_ds").is_ok() {
-        run("rmmod", &["neuron_ds"]);
-    }
-    let mut params: Vec<String> = harness_params()
-        .into_iter()
-        .filter(|p| {
-            !extra
-                .iter()
-                .any(|e| e.split('=').next() == p.split('=').next())
-        })
-        .collect();
-    params.extend(extra.iter().map(|e| (*e).to_owned()));
-    let mut args = vec!["/neuron_ds.ko".to_owned()];
-    args.extend(params);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    run("insmod", &args);
-}
-
-/// Puts the harness's module back when a test ends, even by a failed assertion.
-struct Restore;
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        reload_with(&[]);
-    }
-}
 
 /// A value of the module's parameter as userspace sees it.
 fn parameter(name: &str) -> String {
@@ -110,24 +66,16 @@ fn a_readers_writable_request_is_mapped_read_only_by_default_and_refused_when_st
 
 /// The utilization posts (cw 90) of `stream`'s device made so far, oldest first.
 fn utilization_posts(stream: &mut fs::File) -> Vec<u64> {
-    let mut buf = vec![0u8; 256 * METRIC_POST_SIZE];
-    let mut posts = Vec::new();
-    loop {
-        let n = stream.read(&mut buf).unwrap();
-        if n == 0 {
-            return posts;
-        }
-        for chunk in buf[..n].chunks_exact(METRIC_POST_SIZE) {
-            let post = MetricPost::read_from_bytes(chunk).unwrap();
-            if post.cw_id == UTILIZATION {
-                let value: u64 = std::str::from_utf8(post.value_bytes())
-                    .unwrap()
-                    .parse()
-                    .unwrap();
-                posts.push(value);
-            }
-        }
-    }
+    read_available_posts(stream)
+        .iter()
+        .filter(|post| post.cw_id == UTILIZATION)
+        .map(|post| {
+            std::str::from_utf8(post.value_bytes())
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect()
 }
 
 /// The largest utilization posted on `stream`'s device within three metrics periods.
@@ -138,8 +86,7 @@ fn peak_utilization(stream: &mut fs::File, period: Duration) -> Option<u64> {
 
 /// Drains the posts made so far.
 fn drain(stream: &mut fs::File) {
-    let mut buf = vec![0u8; 256 * METRIC_POST_SIZE];
-    while stream.read(&mut buf).unwrap() > 0 {}
+    read_available_posts(stream);
 }
 
 /// The harness's metrics period.
@@ -159,7 +106,7 @@ fn time_in_use_is_read_in_the_unit_the_parameter_names() {
     // One second of busy time, in microseconds, as the sysfs guide describes the counter.
     let busy = [(0, 0, 1_000_000)];
     assert_eq!(parameter("time_in_use_unit_ps"), "1");
-    let mut stream = fs::File::open(DEVICE).unwrap();
+    let mut stream = open_posts(DEVICE).unwrap();
     drain(&mut stream);
     let producer = Producer::start(DEVICE, &busy).unwrap();
     let as_picoseconds = peak_utilization(&mut stream, period);
@@ -171,7 +118,7 @@ fn time_in_use_is_read_in_the_unit_the_parameter_names() {
     let _restore = Restore;
     reload_with(&["time_in_use_unit_ps=1000000"]);
     assert_eq!(parameter("time_in_use_unit_ps"), "1000000");
-    let mut stream = fs::File::open(DEVICE).unwrap();
+    let mut stream = open_posts(DEVICE).unwrap();
     let producer = Producer::start(DEVICE, &busy).unwrap();
     let as_microseconds = peak_utilization(&mut stream, period);
     producer.exit();
@@ -184,7 +131,7 @@ fn time_in_use_is_read_in_the_unit_the_parameter_names() {
 /// current unit: as the monitor reports it over two seconds (its cores' utilization summed
 /// over the processes, over the device's cores), and the module's cw 90 posts meanwhile.
 fn monitor_and_module_utilization(tag_prefix: &str) -> (f64, Vec<u64>) {
-    let mut stream = fs::File::open(DEVICE).unwrap();
+    let mut stream = open_posts(DEVICE).unwrap();
     let report_dir = format!("/tmp/{tag_prefix}-reports");
     // Two producers at 200 executions/s of about 1 ms of device time on two cores: 20 %.
     let mut load = Command::new(helper_path("nds-loadgen"))
@@ -432,4 +379,32 @@ fn invalid_parameters_are_refused_with_einval_and_leave_nothing_registered() {
         "loading with {accepted:?}"
     );
     assert_eq!(module_control::unload_module(), Ok(()));
+}
+
+#[test]
+fn a_second_load_is_refused_with_eexist_and_leaves_the_loaded_module_as_it_was() {
+    let producer = Producer::start(DEVICE, &[(0, 1, 2)]).unwrap();
+    // The module is loaded: the loader refuses the same module again before its init runs.
+    assert_eq!(
+        module_control::load_module("/neuron_ds.ko", ""),
+        Err(libc::EEXIST)
+    );
+    assert_eq!(slots()[offset_slot(producer.offset)].pid, producer.pid);
+    producer.exit();
+}
+
+#[test]
+fn an_unknown_metrics_ctrl_mode_is_einval_unless_the_original_answer_is_asked_for() {
+    let _restore = Restore;
+    let file = open_device(DEVICE).unwrap();
+    assert_eq!(errno(metrics_ctrl(&file, 7)), libc::EINVAL);
+    assert_eq!(metrics_ctrl(&file, 0).unwrap(), 0);
+    drop(file);
+    reload_with(&["metrics_ctrl_accept_unknown=1"]);
+    let file = open_device(DEVICE).unwrap();
+    assert_eq!(
+        metrics_ctrl(&file, 7).unwrap(),
+        0,
+        "ignored, as the original does"
+    );
 }

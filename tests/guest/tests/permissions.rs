@@ -7,9 +7,7 @@
 
 use neuron_ds_guest_tests::{identity::Identity, *};
 use std::{
-    fs,
     io::{BufRead, BufReader},
-    os::unix::fs::PermissionsExt,
     process::{Child, Command, Stdio},
 };
 
@@ -82,25 +80,6 @@ impl Drop for Owner {
     }
 }
 
-/// The node's mode for the duration of the test.
-struct NodeMode {
-    original: u32,
-}
-
-impl NodeMode {
-    fn world_writable() -> Self {
-        let original = fs::metadata(DEVICE).unwrap().permissions().mode();
-        fs::set_permissions(DEVICE, fs::Permissions::from_mode(0o666)).unwrap();
-        Self { original }
-    }
-}
-
-impl Drop for NodeMode {
-    fn drop(&mut self) {
-        let _ = fs::set_permissions(DEVICE, fs::Permissions::from_mode(self.original));
-    }
-}
-
 const READER: &str = "open=ok acquire=ok map_write=ok map_write_perms=r--s map_exec=EPERM \
                       map_read=ok mprotect_write=EACCES mprotect_exec=EACCES release=ok";
 const REFUSED: &str = "open=ok acquire=EPERM map_write=EINVAL map_write_perms=- map_exec=EINVAL \
@@ -108,7 +87,7 @@ const REFUSED: &str = "open=ok acquire=EPERM map_write=EINVAL map_write_perms=- 
 
 #[test]
 fn the_permission_matrix_holds_for_every_identity() {
-    let _mode = NodeMode::world_writable();
+    let _mode = WorldWritableNode::new(DEVICE);
     let owner = Owner::start();
     let slot = offset_slot(owner.offset);
     let rows: [(&str, Identity, i32, &str, u64); 6] = [

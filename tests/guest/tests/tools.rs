@@ -5,10 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use nds_abi::sysfs::{CounterSource, SYSFS_COUNTERS};
-use neuron_ds_guest_tests::{helper_path, slots, sysfs_counter, sysfs_device};
+use neuron_ds_guest_tests::{
+    helper_path, slots, slots_on, sysfs_core_count, sysfs_counter, sysfs_device, WorldWritableNode,
+    DEVICE, SLOTS,
+};
 use serde_json::Value;
 
 /// Cores of device 0 (the module's `cores_per_device`).
@@ -66,13 +70,26 @@ struct Held {
 
 impl Held {
     fn start(tag_prefix: &str, args: &[&str]) -> Self {
+        Self::start_as("root", tag_prefix, args)
+    }
+
+    /// The same, run as `identity` (through `ds-as`).
+    fn start_as(identity: &str, tag_prefix: &str, args: &[&str]) -> Self {
+        Self::start_on(identity, "0", tag_prefix, args)
+    }
+
+    /// The same on `devices` (`--devices`).
+    fn start_on(identity: &str, devices: &str, tag_prefix: &str, args: &[&str]) -> Self {
         let report_dir = format!("/tmp/tools-{tag_prefix}");
         let _ = std::fs::remove_dir_all(&report_dir);
-        let mut child = Command::new(helper_path("nds-loadgen"))
+        std::fs::create_dir_all(&report_dir).unwrap();
+        std::fs::set_permissions(&report_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let mut child = Command::new(helper_path("ds-as"))
+            .args([identity, &helper_path("nds-loadgen")])
             .args([
                 "run",
                 "--devices",
-                "0",
+                devices,
                 "--rate",
                 "0",
                 "--hold",
@@ -362,5 +379,155 @@ fn top_renders_a_frame_of_the_live_processes() {
         screen.contains(":top-d0-p0") && screen.contains(":top-d0-p1"),
         "{screen}"
     );
+    held.finish();
+}
+
+#[test]
+fn one_users_monitor_and_top_show_nothing_of_another_users_reuse() {
+    let _node = WorldWritableNode::new(DEVICE);
+    let mine = Held::start_as(
+        "uid:1000",
+        "mine",
+        &["--procs-per-device", "1", "--count", "60"],
+    );
+    let my_report = mine.report("mine-d0-p0");
+    let my_pid = my_report["pid"].as_i64().unwrap();
+    let mut child = Command::new(helper_path("ds-as"))
+        .args(["uid:1000", &helper_path("nds-monitor"), "--period", "100ms"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut monitor = Stream { child, lines };
+    let mut seen = Vec::new();
+    while !seen.iter().any(|d| entry_of(d, my_pid).is_some()) {
+        assert!(seen.len() < 50, "the monitor never saw its user's producer");
+        seen.push(monitor.next());
+    }
+    // The producer goes; another user's producers take every slot, its slab among them.
+    mine.finish();
+    let theirs = Held::start_as(
+        "uid:1001",
+        "theirs",
+        &[
+            "--procs-per-device",
+            &SLOTS.to_string(),
+            "--count",
+            "90",
+            "--seed",
+            "5",
+        ],
+    );
+    assert!(
+        slots().iter().all(|row| row.pid != 0),
+        "every slot is theirs"
+    );
+    for _ in 0..20 {
+        seen.push(monitor.next());
+    }
+    let top = Command::new(helper_path("ds-as"))
+        .args(["uid:1000", &helper_path("nds-top"), "--once"])
+        .output()
+        .unwrap();
+    assert!(
+        top.status.success(),
+        "{}",
+        String::from_utf8_lossy(&top.stderr)
+    );
+    let frame = String::from_utf8_lossy(&top.stdout);
+    assert!(
+        !frame.contains("theirs"),
+        "nds-top showed another user's process:\n{frame}"
+    );
+    assert!(
+        monitor.child.try_wait().unwrap().is_none(),
+        "the monitor ended"
+    );
+    drop(theirs);
+    for document in &seen {
+        let text = document.to_string();
+        assert!(
+            !text.contains("theirs"),
+            "the monitor showed another user's process"
+        );
+        if let Some(entry) = entry_of(document, my_pid) {
+            if entry["error"] == "" {
+                assert_entry_matches(entry, &my_report);
+            } else {
+                assert_eq!(entry["report"], serde_json::json!({}));
+            }
+        }
+    }
+}
+
+#[test]
+fn nds_ls_lists_exactly_the_processes_holding_slabs_on_two_devices() {
+    let held = Held::start_on(
+        "root",
+        "0,1",
+        "ls",
+        &["--procs-per-device", "2", "--count", "5"],
+    );
+    let output = Command::new(helper_path("nds-ls"))
+        .args(["--output-format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let devices: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let devices = devices.as_array().unwrap();
+    assert_eq!(devices.len(), 2, "both devices");
+    for (index, device) in devices.iter().enumerate() {
+        assert_eq!(device["neuron_device"], index);
+        let cores = sysfs_core_count(index);
+        assert_eq!(device["nc_count"], cores);
+        let ids: Vec<u64> = device["neuroncore_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|id| id.as_u64().unwrap())
+            .collect();
+        let first = (index * cores) as u64;
+        assert_eq!(ids, (first..first + cores as u64).collect::<Vec<_>>());
+        let table = slots_on(index);
+        let mut owners: Vec<i64> = table
+            .iter()
+            .filter(|row| row.pid != 0)
+            .map(|row| i64::from(row.pid))
+            .collect();
+        owners.sort_unstable();
+        let processes = device["neuron_processes"].as_array().unwrap();
+        let mut listed: Vec<i64> = processes
+            .iter()
+            .map(|p| p["pid"].as_i64().unwrap())
+            .collect();
+        listed.sort_unstable();
+        assert_eq!(
+            listed, owners,
+            "device {index}: exactly the slot table's owners"
+        );
+        for process in processes {
+            let pid = process["pid"].as_i64().unwrap();
+            let row = table.iter().find(|row| i64::from(row.pid) == pid).unwrap();
+            let tag = process["neuron_runtime_tag"].as_str().unwrap();
+            assert!(tag.starts_with(&format!("ls-d{index}-p")), "{process}");
+            let report = held.report(tag);
+            assert_eq!(report["pid"].as_i64(), Some(pid));
+            assert_eq!(process["slot"], row.slot);
+            assert_eq!(process["generation"], row.generation);
+            assert_eq!(process["error"], "");
+            assert!(!process["neuron_runtime_version"]
+                .as_str()
+                .unwrap()
+                .is_empty());
+            assert!(
+                process["command"].as_str().unwrap().contains("nds-loadgen"),
+                "{process}"
+            );
+        }
+    }
     held.finish();
 }

@@ -267,6 +267,9 @@ pub struct MetricPost {
     pub seq: u64,
     /// The posting period, from 1.
     pub period: u64,
+    /// When the period's values were taken: `CLOCK_MONOTONIC` in nanoseconds, the clock of
+    /// `clock_gettime(CLOCK_MONOTONIC)`, so that a reader can tell how old a post is.
+    pub posted_ns: u64,
     /// The device index.
     pub device: u32,
     /// The CloudWatch metric id.
@@ -317,5 +320,5 @@ impl VersionWord {
     }
 }
 
-const _: () = assert!(METRIC_POST_SIZE == 48);
-const _: () = assert!(core::mem::offset_of!(MetricPost, value) == 24);
+const _: () = assert!(METRIC_POST_SIZE == 56);
+const _: () = assert!(core::mem::offset_of!(MetricPost, value) == 32);

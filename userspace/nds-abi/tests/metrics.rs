@@ -116,11 +116,12 @@ fn ids_and_names_are_unique_and_sources_are_in_range() {
 }
 
 #[test]
-fn a_post_is_48_bytes_and_its_value_is_bounded_by_len() {
-    assert_eq!(METRIC_POST_SIZE, 48);
+fn a_post_is_56_bytes_and_its_value_is_bounded_by_len() {
+    assert_eq!(METRIC_POST_SIZE, 56);
     let mut post = MetricPost {
         seq: 1,
         period: 1,
+        posted_ns: 5,
         device: 0,
         cw_id: 200,
         len: 2,

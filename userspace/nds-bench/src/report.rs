@@ -86,6 +86,9 @@ pub enum GuestBench {
     ReleaseOneLive,
     /// RELEASE (with aggregation) of one slab while 15 more are live.
     ReleaseSixteenLive,
+    /// RELEASE (with aggregation) of the only live slab while four other processes have it
+    /// mapped, every page touched (the release removes their pages).
+    ReleaseFourReaders,
     /// RELEASE (with aggregation) of the only live slab while another process reads every
     /// sysfs counter file in a loop.
     ReleaseUnderSysfsReads,
@@ -98,20 +101,28 @@ pub enum GuestBench {
     SysfsTotalSixteenLive,
     /// open + read + close of the node's misc device `dev` attribute.
     SysfsDev,
+    /// Wakeup of a reader blocked in `read()` of the metric posts, from the period's stamp.
+    PostWakeup,
+    /// Wakeup of a reader blocked in `read()` of a pipe, from the stamp of the thread that
+    /// writes it after sleeping one metrics period.
+    PipeWakeup,
 }
 
 impl GuestBench {
     /// Every guest measurement.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 12] = [
         Self::AttachCycle,
         Self::AttachFloor,
         Self::ReleaseOneLive,
         Self::ReleaseSixteenLive,
+        Self::ReleaseFourReaders,
         Self::ReleaseUnderSysfsReads,
         Self::ReleaseUnderOtherReads,
         Self::SysfsTotalOneLive,
         Self::SysfsTotalSixteenLive,
         Self::SysfsDev,
+        Self::PostWakeup,
+        Self::PipeWakeup,
     ];
 
     /// The key on its `BENCH` line.
@@ -122,11 +133,14 @@ impl GuestBench {
             Self::AttachFloor => "attach-floor",
             Self::ReleaseOneLive => "release-1",
             Self::ReleaseSixteenLive => "release-16",
+            Self::ReleaseFourReaders => "release-4-readers",
             Self::ReleaseUnderSysfsReads => "release-sysfs-reads",
             Self::ReleaseUnderOtherReads => "release-other-reads",
             Self::SysfsTotalOneLive => "sysfs-total-1",
             Self::SysfsTotalSixteenLive => "sysfs-total-16",
             Self::SysfsDev => "sysfs-dev",
+            Self::PostWakeup => "post-wakeup",
+            Self::PipeWakeup => "pipe-wakeup",
         }
     }
 
@@ -344,6 +358,12 @@ pub fn rows() -> Vec<Row> {
             Goal::AtMost(1.10),
         ),
         (
+            "RELEASE+aggregation, four readers mapped / none",
+            GuestBench::ReleaseFourReaders,
+            GuestBench::ReleaseOneLive,
+            Goal::AtMost(1.20),
+        ),
+        (
             "RELEASE+aggregation, every sysfs counter read in a loop / alone",
             GuestBench::ReleaseUnderSysfsReads,
             GuestBench::ReleaseOneLive,
@@ -354,6 +374,12 @@ pub fn rows() -> Vec<Row> {
             GuestBench::ReleaseUnderSysfsReads,
             GuestBench::ReleaseUnderOtherReads,
             Goal::AtMost(1.10),
+        ),
+        (
+            "blocked read woken by a post / by a pipe write",
+            GuestBench::PostWakeup,
+            GuestBench::PipeWakeup,
+            Goal::AtMost(1.5),
         ),
         (
             "sysfs total read, 1 live / misc dev attr",
@@ -576,7 +602,7 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), GuestBench::ALL.len());
         // Per threading mode: 4 bands × (handle, int), mmv, prometheus; the slab-word row; four
-        // snapshot rows, two record rows, six guest rows.
-        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 6);
+        // snapshot rows, two record rows, eight guest rows.
+        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 8);
     }
 }

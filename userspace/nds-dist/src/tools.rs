@@ -21,6 +21,9 @@ mod nds_monitor_cli;
 #[path = "../../nds-top/src/cli.rs"]
 mod nds_top_cli;
 
+#[path = "../../nds-ls/src/cli.rs"]
+mod nds_ls_cli;
+
 /// The command line of every installed tool.
 #[must_use]
 pub fn tools() -> Vec<Command> {
@@ -44,6 +47,10 @@ pub fn tools() -> Vec<Command> {
         with_own_about(
             nds_top_cli::Cli::command(),
             include_str!("../../nds-top/Cargo.toml"),
+        ),
+        with_own_about(
+            nds_ls_cli::Cli::command(),
+            include_str!("../../nds-ls/Cargo.toml"),
         ),
     ]
 }

@@ -16,10 +16,12 @@ pub struct Cli {
     /// Read posts from this file or device node instead (e.g. a saved stream).
     #[arg(short, long)]
     pub input: Option<PathBuf>,
-    /// Keep reading: poll for new posts every INTERVAL milliseconds.
+    /// Keep reading: from a device node, wait for each new post (a read blocks until the
+    /// next one); from a file, look for more every INTERVAL milliseconds at its end.
     #[arg(short, long)]
     pub follow: bool,
-    /// Poll interval with --follow, in milliseconds.
+    /// How often --follow looks at the end of a file, in milliseconds (a device node needs no
+    /// interval: it wakes the reader at each post).
     #[arg(long, default_value_t = 1000)]
     pub interval: u64,
 }

@@ -77,7 +77,7 @@ impl Decoder {
 }
 
 impl Event {
-    /// The event as one JSON object: `{metric, cw_id, device, value, period, seq}` for a post
+    /// The event as one JSON object: `{metric, cw_id, device, value, period, posted_ns, seq}` for a post
     /// (a number when the value is decimal, else the text), `{missed, device, first, last}`
     /// for a gap.
     pub fn to_json(&self) -> Value {
@@ -91,6 +91,7 @@ impl Event {
                     "device": post.device,
                     "value": value,
                     "period": post.period,
+                    "posted_ns": post.posted_ns,
                     "seq": post.seq,
                 })
             }

@@ -7,8 +7,9 @@ use cli::Cli;
 use nds_abi::metrics::METRIC_POST_SIZE;
 use nds_metrics::Decoder;
 use std::{
-    fs::File,
-    io::{self, Read, Write},
+    fs::{File, OpenOptions},
+    io::{self, ErrorKind, Read, Write},
+    os::unix::fs::OpenOptionsExt,
     path::PathBuf,
     process::ExitCode,
     thread,
@@ -20,15 +21,27 @@ fn run(args: &Cli) -> io::Result<()> {
         .input
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("/dev/neuron{}", args.device)));
-    let mut source = File::open(&path)
+    // Without --follow a device node is read without waiting: what is posted now, then the
+    // end (a regular file ignores O_NONBLOCK and ends at its end).
+    let flags = if args.follow { 0 } else { libc::O_NONBLOCK };
+    let mut source: File = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(&path)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     let mut decoder = Decoder::new();
     let mut buf = vec![0u8; 256 * METRIC_POST_SIZE];
     let mut pending = Vec::new();
     let stdout = io::stdout();
     loop {
-        let n = source.read(&mut buf)?;
+        let n = match source.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if n == 0 {
+            // The end of a file (a device node never ends: it blocks or says EAGAIN).
             if !args.follow {
                 break;
             }

@@ -11,6 +11,7 @@ fn post(seq: u64, cw_id: u8, text: &str) -> MetricPost {
     MetricPost {
         seq,
         period: seq / 3 + 1,
+        posted_ns: seq * 1_000_000,
         device: 1,
         cw_id,
         len: text.len() as u8,
@@ -33,6 +34,7 @@ fn posts_decode_to_named_json_with_numbers_and_versions() {
     assert_eq!(json[0]["value"], 12);
     assert_eq!(json[0]["device"], 1);
     assert_eq!(json[0]["seq"], 1);
+    assert_eq!(json[0]["posted_ns"], 1_000_000);
     assert_eq!(json[1]["metric"], "FW_VERSION_0");
     assert_eq!(json[1]["value"], "2.5.77");
 }

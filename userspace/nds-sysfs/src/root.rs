@@ -137,6 +137,30 @@ impl SysfsRoot {
         numbered_entries(&self.device_dir(device), "neuron_core")
     }
 
+    /// The NeuronCores of `device` as its `core_count` file says; `None` when the file does
+    /// not exist (a tree without it: count the `neuron_core<C>` directories instead).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if it exists but cannot be read, [`Error::Parse`] if it is not one
+    /// decimal number.
+    pub fn core_count(&self, device: u32) -> Result<Option<usize>> {
+        let path = self.device_dir(device).join("core_count");
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(Error::Io { path, source }),
+        };
+        match text.trim().parse() {
+            Ok(count) => Ok(Some(count)),
+            Err(_) => Err(Error::Parse {
+                path,
+                text: text.trim().to_owned(),
+                reason: "expected one decimal number",
+            }),
+        }
+    }
+
     /// The slot table of `device`.
     ///
     /// # Errors

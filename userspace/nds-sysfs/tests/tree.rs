@@ -107,3 +107,22 @@ fn devices_of_another_node_name_are_found_by_their_number() {
     let success = sysfs_counter(SysfsGroup::Status, "success").unwrap();
     assert_eq!(root.counter(3, 0, success, SysfsFile::Total).unwrap(), 7);
 }
+
+#[test]
+fn core_count_is_read_strictly_and_absent_without_the_file() {
+    let tree = Tree::new("core-count");
+    tree.device(0, 2, 0);
+    tree.device(1, 2, 0);
+    tree.device(2, 2, 0);
+    tree.write("neuron0/core_count", "4\n");
+    tree.write("neuron1/core_count", "four\n");
+    let root = SysfsRoot::new(&tree.0);
+    assert_eq!(root.core_count(0).unwrap(), Some(4));
+    let error = root.core_count(1).unwrap_err();
+    assert!(error.to_string().contains("neuron1/core_count"), "{error}");
+    assert!(error.to_string().contains("\"four\""), "{error}");
+    assert_eq!(root.core_count(2).unwrap(), None);
+    // Present but unreadable (a directory here) is an error, not a missing file.
+    fs::create_dir_all(tree.0.join("neuron2/core_count")).unwrap();
+    assert!(root.core_count(2).is_err());
+}

@@ -15,7 +15,9 @@
 //! the sysfs total exactly, that an ACQUIRE/RELEASE and sysfs reads still work, and reads the
 //! kernel log: the failure's report (which allocation or copy, at which call site) and any
 //! complaint. A kmemleak scan at the end attributes unreferenced objects allocated with a
-//! module frame to the point whose process allocated them.
+//! module frame to the point whose process allocated them. While each load runs, another
+//! thread opens the first node in a loop: an open that succeeds during a load that fails is a
+//! failure (the kernel frees the module's code with the file still open).
 //!
 //! Prints one row per point and ends with `faults: N injection points reached, M failed,
 //! K leaks`; exits 1 if M or K is not zero.
@@ -27,8 +29,8 @@ use neuron_ds_guest_tests::{
     kernel_log::{Injection, KernelLog},
     kmemleak,
     module_control::{leftovers, load_module, unload_module, MODULE},
-    nc_offset, open_device, release, slots_on, sysfs_counter_on, sysfs_device, DsInfo, Mapping,
-    Producer, ACQUIRE, SLAB_SIZE,
+    nc_offset, open_device, open_posts, read_available_posts, release, slots_on, sysfs_counter_on,
+    sysfs_device, DsInfo, Mapping, Producer, ACQUIRE, SLAB_SIZE,
 };
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -645,7 +647,8 @@ impl Child {
                 self.check_released("after closing the file");
             }
             Op::ReadPosts => {
-                let Some(file) = self.open(libc::O_RDONLY) else {
+                // Without waiting: a read with no post yet fails with EAGAIN.
+                let Some(file) = self.open(libc::O_RDONLY | libc::O_NONBLOCK) else {
                     return self.check(false, || "setup open".into());
                 };
                 let post = nds_abi::metrics::METRIC_POST_SIZE;
@@ -944,10 +947,29 @@ impl Campaign {
                 // A failed load leaves no sections to read: its points are saved as addresses,
                 // which ds-coverage places by matching them with the module's points.
                 let mut kcov = kcov_dir.and_then(|dir| Collector::start(&dir, "faults").ok());
+                // Meanwhile another thread opens the first node as fast as it can: no open may
+                // succeed during a load that fails, since the module's code is freed then.
+                let loading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+                let still_loading = loading.clone();
+                let opener = thread::spawn(move || {
+                    let mut opened = 0u32;
+                    while still_loading.load(std::sync::atomic::Ordering::Relaxed) {
+                        if File::open(device_path(0)).is_ok() {
+                            opened += 1;
+                        }
+                    }
+                    opened
+                });
                 let mut fail_nth = FailNth::open().expect("fail-nth");
                 fail_nth.arm(n);
                 let result = load_module(&ko, &params);
                 report.remaining = fail_nth.disarm();
+                loading.store(false, std::sync::atomic::Ordering::Relaxed);
+                let opened = opener.join().unwrap_or(0);
+                if result.is_err() && opened > 0 {
+                    report.state =
+                        format!("{opened} opens of the node succeeded during a failed load");
+                }
                 match result {
                     Ok(()) => report.ret = 0,
                     Err(e) => (report.ret, report.errno) = (-1, e),
@@ -1127,7 +1149,7 @@ impl Campaign {
             info.mmap_offset,
         )
         .expect("mmap");
-        let mut stream = File::open(device_path(DEVICE)).expect("open for posts");
+        let mut stream = open_posts(&device_path(DEVICE)).expect("open for posts");
         let mut posted = 0u64;
         let mut written = 0u64;
         // Counts the earlier operations' children released are posted by the next periods.
@@ -1368,26 +1390,17 @@ fn print_row(row: &Row, leaks: Option<usize>) {
 /// Reads every post not read yet; adds the success deltas to `posted`; returns the last
 /// period seen.
 fn drain_posts(stream: &mut File, posted: &mut u64) -> Option<u64> {
-    use zerocopy::FromBytes;
-    let size = nds_abi::metrics::METRIC_POST_SIZE;
-    let mut buf = vec![0u8; 64 * size];
     let mut last = None;
-    loop {
-        let n = stream.read(&mut buf).ok()?;
-        if n == 0 {
-            return last;
+    for post in read_available_posts(stream) {
+        if post.cw_id == CW_SUCCESS {
+            *posted += std::str::from_utf8(post.value_bytes())
+                .ok()?
+                .parse::<u64>()
+                .ok()?;
         }
-        for chunk in buf[..n].chunks_exact(size) {
-            let post = nds_abi::metrics::MetricPost::read_from_bytes(chunk).ok()?;
-            if post.cw_id == CW_SUCCESS {
-                *posted += std::str::from_utf8(post.value_bytes())
-                    .ok()?
-                    .parse::<u64>()
-                    .ok()?;
-            }
-            last = Some(post.period);
-        }
+        last = Some(post.period);
     }
+    last
 }
 
 /// Waits until a period after `after` has posted; returns it.

@@ -16,11 +16,9 @@
 //!   ioctl on the same descriptor, reads of the slot table, reads and resets of the sysfs
 //!   counters, reads of `core_count`.
 //!
-//! With `--guided` (and KCOV, the `cov` kernel), the steps are grouped into programs that run
-//! from a fresh state (every mapping and descriptor dropped), and the fuzzer keeps a corpus of
-//! programs that reached module code no earlier program reached, mutating new programs from
-//! it (see `corpus`). Without it, steps follow each other in one stream; with KCOV the points
-//! reached are reported either way, so both modes compare at the same number of calls.
+//! With KCOV (the `cov` kernel), the module points the calls reached are reported as they go.
+//! (A coverage-guided mode, programs mutated from a corpus, was removed: at equal calls it
+//! never reached more of the module than this stream of random steps.)
 //!
 //! Outcomes are checked against what the module promises (e.g. a mapping that succeeds is
 //! exactly one slab at a granted slot; a reader's mapping never becomes writable or
@@ -30,9 +28,10 @@
 
 use nds_abi::sysfs::SYSFS_COUNTERS;
 use neuron_ds_guest_tests::{
-    acquire, corpus::Corpus, device_path, kcov::Collector, kernel_log::KernelLog, offset_device,
-    offset_is_owner, offset_slot, open_device, release, rng::Rng, slab_offset, slots_on,
-    sysfs_core_count, sysfs_device, DsInfo, ACQUIRE, RELEASE, SLAB_SIZE, SLOTS,
+    acquire, device_path, kcov::Collector, kernel_log::KernelLog, metrics_ctrl, offset_device,
+    offset_is_owner, offset_slot, open_device, open_posts, read_available_posts, release, rng::Rng,
+    slab_offset, slots_on, sysfs_core_count, sysfs_device, DsInfo, ACQUIRE, METRICS_CTRL,
+    METRICS_ENABLE, RELEASE, SLAB_SIZE, SLOTS,
 };
 use std::{
     collections::{BTreeMap, BTreeSet, HashSet},
@@ -79,6 +78,7 @@ enum Class {
     OpenDupClose,
     SlotTableRead,
     SysfsCounter,
+    Events,
 }
 
 impl fmt::Display for Class {
@@ -901,7 +901,84 @@ impl Fuzzer {
                 let _ = slots_on(self.rng.index(DEVICES));
                 self.calls += 1;
             }
-            _ => self.sysfs_counter(),
+            _ if self.rng.one_in(2) => self.sysfs_counter(),
+            _ => self.events(),
+        }
+    }
+
+    /// What event-driven consumers do: `METRICS_CTRL` (a valid mode or not) on a tracked file,
+    /// a read of the posts and a poll that must not wait, or a write of `info/notify_delay` and
+    /// a poll of a counter file. Posting is left enabled and notification off at the end
+    /// ([`Fuzzer::quiet_events`]).
+    fn events(&mut self) {
+        self.count(Class::Events);
+        let device = self.rng.index(DEVICES);
+        match self.rng.below(3) {
+            0 if !self.files.is_empty() => {
+                let fd = self.files[self.rng.index(self.files.len())].fd;
+                let mut mode: u32 = self.rng.pick(&[0, 1, 2, u32::MAX]);
+                // SAFETY: METRICS_CTRL reads one u32 from our own variable.
+                let ret = unsafe { libc::ioctl(fd, METRICS_CTRL as _, &raw mut mode) };
+                let valid = mode <= 1;
+                if (ret == 0) != valid || (!valid && errno() != libc::EINVAL) {
+                    self.violation(format!(
+                        "METRICS_CTRL mode {mode}: {ret}, errno {}",
+                        errno()
+                    ));
+                }
+            }
+            1 => {
+                let Ok(mut stream) = open_posts(&device_path(device)) else {
+                    self.violation(format!("opening {} without waiting", device_path(device)));
+                };
+                let _ = read_available_posts(&mut stream);
+                let mut pfd = libc::pollfd {
+                    fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one pollfd, no wait.
+                if unsafe { libc::poll(&mut pfd, 1, 0) } < 0 {
+                    self.violation(format!("poll of the posts: errno {}", errno()));
+                }
+            }
+            _ => {
+                let delay = self.rng.pick(&["-1", "0", "7", "-2", "x"]);
+                let path = format!("{}/info/notify_delay", sysfs_device(device));
+                let accepted = fs::write(&path, delay).is_ok();
+                if accepted != matches!(delay, "-1" | "0" | "7") {
+                    self.violation(format!("{path} took {delay:?}: {accepted}"));
+                }
+                let total = format!(
+                    "{}/neuron_core0/stats/status/success/total",
+                    sysfs_device(device)
+                );
+                if let Ok(file) = fs::File::open(&total) {
+                    let mut pfd = libc::pollfd {
+                        fd: std::os::fd::AsRawFd::as_raw_fd(&file),
+                        events: libc::POLLPRI,
+                        revents: 0,
+                    };
+                    // SAFETY: one pollfd, no wait.
+                    unsafe { libc::poll(&mut pfd, 1, 0) };
+                }
+            }
+        }
+        self.calls += 1;
+    }
+
+    /// Leaves every device posting, with notification off.
+    fn quiet_events(&mut self) {
+        for device in 0..DEVICES {
+            if let Ok(file) = open_device(&device_path(device)) {
+                if metrics_ctrl(&file, METRICS_ENABLE).is_err() {
+                    self.violation(format!("resuming {}", device_path(device)));
+                }
+            }
+            let path = format!("{}/info/notify_delay", sysfs_device(device));
+            if fs::write(&path, "-1").is_err() {
+                self.violation(format!("turning {path} off"));
+            }
         }
     }
 
@@ -948,22 +1025,6 @@ impl Fuzzer {
         self.calls += 1;
     }
 
-    /// Drops every mapping and descriptor and forgets their grants: a program of the guided
-    /// mode starts from here.
-    fn reset(&mut self) {
-        for map in std::mem::take(&mut self.maps) {
-            // SAFETY: our own tracked mapping.
-            unsafe { libc::munmap(map.addr as *mut _, map.len) };
-            self.re_reserve(map.addr, map.len);
-        }
-        for file in self.files.drain(..) {
-            // SAFETY: our own descriptor.
-            unsafe { libc::close(file.fd) };
-        }
-        self.grants.clear();
-        self.tainted.clear();
-    }
-
     /// Unmaps and closes everything the fuzzer holds.
     fn clean_up(&mut self) {
         for map in self.maps.drain(..) {
@@ -977,7 +1038,7 @@ impl Fuzzer {
     }
 }
 
-/// Coverage of the module so far, for the guided mode's feedback and the progress lines.
+/// Coverage of the module so far, for the progress lines.
 struct Feedback {
     kcov: Collector,
     seen: HashSet<u64>,
@@ -996,10 +1057,10 @@ impl Feedback {
         self.seen.len() - before
     }
 
-    fn progress(&mut self, calls: u64, mode: &str) {
+    fn progress(&mut self, calls: u64) {
         if calls >= self.next_report {
             println!(
-                "ds-fuzz: {mode}: {calls} calls: {} module points reached",
+                "ds-fuzz: {calls} calls: {} module points reached",
                 self.seen.len()
             );
             self.next_report += self.report_every;
@@ -1010,62 +1071,33 @@ impl Feedback {
 fn main() {
     let mut calls = 20_000u64;
     let mut seed = 0x00F0_22EDu64;
-    let mut guided = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().and_then(|v| v.parse().ok());
         match arg.as_str() {
             "--calls" => calls = value().unwrap_or_else(|| usage()),
             "--seed" => seed = value().unwrap_or_else(|| usage()),
-            "--guided" => guided = true,
             _ => usage(),
         }
     }
-    let mode = if guided { "guided" } else { "random" };
-    println!("ds-fuzz: seed {seed} calls {calls} mode {mode}");
+    println!("ds-fuzz: seed {seed} calls {calls}");
     let mut feedback = Collector::from_env("fuzz").map(|kcov| Feedback {
         kcov,
         seen: HashSet::new(),
         next_report: calls / 10,
         report_every: (calls / 10).max(1),
     });
-    if guided && feedback.is_none() {
-        eprintln!("ds-fuzz: --guided needs KCOV coverage (the cov kernel, NEURON_DS_KCOV_DIR)");
-        exit(2);
-    }
     let mut kernel_log = KernelLog::open().expect("/dev/kmsg");
     let mut fuzzer = Fuzzer::new(seed);
     for device in 0..DEVICES {
         fuzzer.start_helper(device);
     }
     let mut checked = 0;
-    let mut corpus = Corpus::default();
-    let mut programs = 0u64;
-    let mut driver = Rng::new(seed ^ 0x9E37_79B9_7F4A_7C15);
     while fuzzer.calls < calls {
-        if guided {
-            let program = corpus.next_program(&mut driver);
-            fuzzer.reset();
-            let mut new = 0;
-            for &step in &program.0 {
-                fuzzer.rng = Rng::new(step);
-                fuzzer.step();
-                if let Some(feedback) = feedback.as_mut() {
-                    new += feedback.absorb();
-                }
-            }
-            programs += 1;
-            if new > 0 {
-                corpus.add(program);
-            }
-        } else {
-            fuzzer.step();
-            if let Some(feedback) = feedback.as_mut() {
-                feedback.absorb();
-            }
-        }
+        fuzzer.step();
         if let Some(feedback) = feedback.as_mut() {
-            feedback.progress(fuzzer.calls, mode);
+            feedback.absorb();
+            feedback.progress(fuzzer.calls);
         }
         if fuzzer.calls - checked >= 1000 {
             checked = fuzzer.calls;
@@ -1081,16 +1113,14 @@ fn main() {
     if let Some(first) = complaints.first() {
         fuzzer.violation(format!("kernel complaint: {first}"));
     }
-    println!("\n== fuzz figures (seed {seed}, {mode})");
+    println!("\n== fuzz figures (seed {seed})");
     println!("calls                     {}", fuzzer.calls);
-    if guided {
-        println!("programs run / in corpus  {programs} / {}", corpus.len());
-    }
     if let Some(feedback) = feedback.as_mut() {
         feedback.absorb();
         println!("module points reached     {}", feedback.seen.len());
         feedback.kcov.save();
     }
+    fuzzer.quiet_events();
     for (class, count) in &fuzzer.classes {
         println!("{:<26}{count}", class.to_string());
     }
@@ -1127,6 +1157,6 @@ fn reap_by_acquiring(device: usize) -> io::Result<()> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: ds-fuzz [--calls N] [--seed S] [--guided]");
+    eprintln!("usage: ds-fuzz [--calls N] [--seed S]");
     exit(2);
 }

@@ -54,12 +54,27 @@ fn main() {
         eprintln!("usage: ds-probe IDENTITY DEVICE PID OFFSET | ds-probe IDENTITY DEVICE hold");
         exit(2);
     };
-    // On the cov kernel: KCOV is opened before the switch (its debugfs file is root's); the
-    // thread stays traced under its new identity.
-    let mut kcov = Collector::from_env("probe");
-    if let Err(e) = identity.assume() {
-        eprintln!("ds-probe: switching to {}: {e}", identity.text());
-        exit(2);
+    // An owner runs as a process its user started (dumpable), which readers of the same uid
+    // may read; a prober tries as the identity itself. On the cov kernel, KCOV is opened before
+    // a prober's switch (its debugfs file is root's); the thread stays traced under its new
+    // identity. An owner, which runs as its user from the start, is not traced.
+    let holding = args.get(2).is_some_and(|word| word == "hold");
+    if holding {
+        if let Err(e) = identity.become_user() {
+            eprintln!("ds-probe: becoming {}: {e}", identity.text());
+            exit(2);
+        }
+    }
+    let mut kcov = if holding {
+        None
+    } else {
+        Collector::from_env("probe")
+    };
+    if !holding {
+        if let Err(e) = identity.assume() {
+            eprintln!("ds-probe: switching to {}: {e}", identity.text());
+            exit(2);
+        }
     }
     let (device, pid, offset) = match &args[1..] {
         [device, hold_word] if hold_word == "hold" => {

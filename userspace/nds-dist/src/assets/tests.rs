@@ -44,7 +44,7 @@ fn scratch_dir(name: &str) -> PathBuf {
 }
 
 #[test]
-fn the_tools_are_the_five_installed_programs() {
+fn the_tools_are_the_six_installed_programs() {
     let names: Vec<String> = tools().iter().map(|t| t.get_name().to_owned()).collect();
     assert_eq!(
         names,
@@ -53,7 +53,8 @@ fn the_tools_are_the_five_installed_programs() {
             "nds-loadgen",
             "nds-metrics",
             "nds-monitor",
-            "nds-top"
+            "nds-top",
+            "nds-ls"
         ]
     );
 }
@@ -208,6 +209,7 @@ fn write_assets_lays_out_man_and_completion_directories() {
         "nds-metrics",
         "nds-monitor",
         "nds-top",
+        "nds-ls",
     ] {
         for file in [
             format!("man/man1/{name}.1"),

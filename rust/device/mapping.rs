@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The mapping authority: where each slab is in the device's file offsets, what a grant may
+//! map, and what each page of a mapping shows when it is touched.
+
+use super::{
+    DeviceState,
+    SLAB_SIZE, //
+};
+use crate::{
+    shim::vma::{
+        Fault,
+        FaultOutcome, //
+    },
+    state::slots::{
+        SlotIndex,
+        SLOT_COUNT, //
+    },
+};
+use kernel::{mm::Mm, page::PAGE_SIZE, prelude::*, sync::aref::ARef};
+
+/// How a mapping of a slab may use it; part of the mapping's offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Read-only, for any reader.
+    Read,
+    /// The owner's window, writable.
+    Owner,
+}
+
+/// A slab window of the device files' offsets: each slot has a reader's window and, right
+/// after it, the owner's, each one slab long, for every device (the same numbers as the
+/// original driver's offsets, so one offset names one device's slot anywhere).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    /// The device index.
+    pub(crate) device: usize,
+    /// The slot.
+    pub(crate) slot: SlotIndex,
+    /// Whose window.
+    pub(crate) access: Access,
+}
+
+/// Bytes per window, as a file offset.
+const WINDOW_BYTES: u64 = SLAB_SIZE as u64;
+
+impl Window {
+    /// The window's file offset in bytes.
+    pub(crate) fn offset(self) -> u64 {
+        let index = (self.device * SLOT_COUNT + self.slot.get()) * 2
+            + usize::from(self.access == Access::Owner);
+        u64::try_from(index).map_or(u64::MAX, |index| index.saturating_mul(WINDOW_BYTES))
+    }
+
+    /// The window that file offset `offset` falls in, and the page of the slab it names.
+    pub(crate) fn containing(offset: u64) -> Option<(Self, usize)> {
+        let window = usize::try_from(offset / WINDOW_BYTES).ok()?;
+        let page = usize::try_from(offset % WINDOW_BYTES).ok()? / PAGE_SIZE;
+        let access = if window % 2 == 1 {
+            Access::Owner
+        } else {
+            Access::Read
+        };
+        let slab = window / 2;
+        let slot = SlotIndex::new(slab % SLOT_COUNT)?;
+        Some((
+            Self {
+                device: slab / SLOT_COUNT,
+                slot,
+                access,
+            },
+            page,
+        ))
+    }
+
+    /// The window that starts exactly at `offset`.
+    pub(crate) fn at(offset: u64) -> Option<Self> {
+        match Self::containing(offset)? {
+            (window, 0) if offset % WINDOW_BYTES == 0 => Some(window),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `image` is the current task's address space.
+fn is_current_image(image: Option<&ARef<Mm>>) -> bool {
+    let current = current!().mm().map(|mm| mm.as_raw());
+    image.map(|mm| mm.as_raw()) == current
+}
+
+impl DeviceState {
+    /// Authorizes a new mapping of slot `slot`'s `access` window through a grant for `view`:
+    /// the grant's view is still the slot's (not released, nor renewed, since the ACQUIRE), and
+    /// the owner's window is the owner's to map. Returns the view the mapping is made for.
+    ///
+    /// The owner's first mapping from a new address space (after an `execve`: a new image,
+    /// maybe with other credentials) starts a new view first, and removes the pages of every
+    /// mapping made for the old one: no reader that attached to the old image sees a byte the
+    /// new one writes.
+    pub(crate) fn authorize_mapping(
+        &self,
+        slot: SlotIndex,
+        access: Access,
+        view: u64,
+    ) -> Result<u64> {
+        let renewed = {
+            let mut inner = self.inner.lock();
+            if !inner.pool.shows(slot, view) {
+                // Released (and maybe reused), or renewed, since the ACQUIRE.
+                return Err(EINVAL);
+            }
+            if access == Access::Read {
+                return Ok(view);
+            }
+            if !inner.owned_by_current(slot) {
+                return Err(EPERM);
+            }
+            let Some(owner) = inner.pool.owner_mut(slot) else {
+                return Err(EINVAL);
+            };
+            if is_current_image(owner.image.as_ref()) {
+                return Ok(view);
+            }
+            owner.image = current!().mm().map(|mm| ARef::from(&**mm));
+            inner.pool.renew_view(slot)?
+        };
+        self.unmap_slot(slot);
+        Ok(renewed)
+    }
+
+    /// Removes the pages of every mapping of slot `slot`, reader's and owner's, in every
+    /// process; their next accesses fault into [`DeviceState::fault`].
+    pub(super) fn unmap_slot(&self, slot: SlotIndex) {
+        let start = Window {
+            device: self.config.index,
+            slot,
+            access: Access::Read,
+        }
+        .offset();
+        self.mapping.unmap(start, 2 * WINDOW_BYTES);
+    }
+
+    /// Answers a fault of a mapping made for view `fault.tag()`: the slab's page while the view
+    /// is the slot's; afterwards zeros for a reader's window, `SIGBUS` for the owner's. Decided
+    /// and inserted under the device lock, so a release (which moves the view on under it, then
+    /// removes the pages) never leaves a page of its slab mapped for an ended view.
+    pub(crate) fn fault(&self, fault: &Fault<'_>) -> FaultOutcome {
+        let Some((window, page)) = Window::containing(fault.offset()) else {
+            return Fault::sigbus();
+        };
+        if window.device != self.config.index {
+            return Fault::sigbus();
+        }
+        let inner = self.inner.lock();
+        if inner.pool.shows(window.slot, fault.tag()) {
+            // The whole window at once: an attaching process touches every page of it.
+            return fault.insert_around(self.slab(window.slot).pages(), page);
+        }
+        match (window.access, self.zeros.pages().first()) {
+            (Access::Read, Some(zeros)) => fault.insert(zeros),
+            _ => Fault::sigbus(),
+        }
+    }
+}
+
+#[kunit_tests(neuron_ds_mapping)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_offsets_name_device_slot_access_and_page() -> Result {
+        let last = SlotIndex::new(SLOT_COUNT - 1).ok_or(EINVAL)?;
+        let first = SlotIndex::new(0).ok_or(EINVAL)?;
+        for window in [
+            Window {
+                device: 0,
+                slot: first,
+                access: Access::Read,
+            },
+            Window {
+                device: 3,
+                slot: last,
+                access: Access::Owner,
+            },
+        ] {
+            assert_eq!(Window::at(window.offset()), Some(window));
+            let page = window.offset() + 5 * PAGE_SIZE as u64 + 8;
+            assert_eq!(Window::containing(page), Some((window, 5)));
+            assert_eq!(Window::at(page), None);
+        }
+        let slot = SlotIndex::new(2).ok_or(EINVAL)?;
+        let read = Window {
+            device: 1,
+            slot,
+            access: Access::Read,
+        };
+        let owner = Window {
+            access: Access::Owner,
+            ..read
+        };
+        assert_eq!(owner.offset(), read.offset() + WINDOW_BYTES);
+        assert_eq!(Window::at(read.offset() + 4096), None);
+        Ok(())
+    }
+}

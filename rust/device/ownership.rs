@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Who owns which slab: ACQUIRE for the caller's own slab or another process's, a thread
+//! group's open files, and the reaping of owners that died.
+
+use super::{
+    DeviceState,
+    Inner,
+    Owner, //
+};
+use crate::{
+    shim::{capability::perfmon_capable, thread_group::ThreadGroup},
+    state::slots::{
+        Choice,
+        PerSlot,
+        SlotIndex,
+        SlotPool, //
+    },
+};
+use kernel::{
+    mm::Mm,
+    prelude::*,
+    sync::{
+        aref::ARef,
+        Arc, //
+    },
+};
+
+/// What an ACQUIRE grants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Acquired {
+    /// The slot.
+    pub(crate) slot: SlotIndex,
+    /// The view of the slab that mappings through the grant are made for.
+    pub(crate) view: u64,
+    /// Granted to the slab's owner (which may map it writable) rather than to a reader.
+    pub(crate) owner: bool,
+}
+
+/// The current task's address space, if it has one (kernel threads do not).
+fn current_image() -> Option<ARef<Mm>> {
+    current!().mm().map(|mm| ARef::from(&**mm))
+}
+
+impl DeviceState {
+    /// Counts one more open file of `opener`'s thread group.
+    pub(crate) fn add_opener(&self, opener: &ThreadGroup) -> Result {
+        let mut inner = self.inner.lock();
+        match inner
+            .openers
+            .iter_mut()
+            .find(|(group, _)| group.same_as(opener))
+        {
+            Some((_, count)) => *count += 1,
+            None => inner.openers.push((opener.clone(), 1), GFP_KERNEL)?,
+        }
+        Ok(())
+    }
+
+    /// Counts one file of `opener`'s group less; returns whether it was the group's last.
+    pub(crate) fn remove_opener(&self, opener: &ThreadGroup) -> bool {
+        let mut inner = self.inner.lock();
+        let Some(index) = inner
+            .openers
+            .iter()
+            .position(|(group, _)| group.same_as(opener))
+        else {
+            return false;
+        };
+        let last = inner.openers.get_mut(index).is_some_and(|(_, count)| {
+            *count -= 1;
+            *count == 0
+        });
+        if last {
+            // `index` was just found, so the removal cannot fail.
+            let _ = inner.openers.remove(index);
+        }
+        last
+    }
+
+    /// The slab of the caller's thread group, taking one if it has none: the first never-used
+    /// slot, otherwise the one released longest ago; `ENOMEM` if all 16 are owned.
+    pub(crate) fn acquire_own(self: &Arc<Self>) -> Result<Acquired> {
+        self.reap_exited_owners();
+        let group = ThreadGroup::current()?;
+        let mut inner = self.inner.lock();
+        loop {
+            if let Some(slot) = inner.pool.find_owner(|owner| owner.group.same_as(&group)) {
+                return Ok(Acquired {
+                    slot,
+                    view: inner.pool.get(slot).view(),
+                    owner: true,
+                });
+            }
+            match inner.pool.choose() {
+                Choice::Ready(slot) => {
+                    let owner = Owner {
+                        group,
+                        image: current_image(),
+                    };
+                    let generation = inner.pool.assign(slot, owner)?;
+                    self.publish_generation(slot, generation);
+                    return Ok(Acquired {
+                        slot,
+                        view: inner.pool.get(slot).view(),
+                        owner: true,
+                    });
+                }
+                Choice::NeedsScrub(slot) => {
+                    // The worker has not got to it yet: zero it here, then choose again.
+                    let generation = inner.pool.begin_scrub(slot)?;
+                    drop(inner);
+                    self.scrub(slot, generation);
+                    inner = self.inner.lock();
+                }
+                Choice::Wait => {
+                    if self.slot_zeroed.wait_interruptible(&mut inner) {
+                        return Err(ERESTARTSYS);
+                    }
+                }
+                Choice::Full => return Err(ENOMEM),
+            }
+        }
+    }
+
+    /// The slab of the process `pid` (in the caller's pid namespace) for the caller: the
+    /// owner's grant if it is the caller's own, otherwise a reader's. `ENOENT` if the process
+    /// owns no slab here; `EPERM` if the caller may not read it: the kernel's rule for reading
+    /// another process, evaluated now against the owner's current credentials
+    /// ([`ThreadGroup::may_be_read_by_current`]), or `perfmon_capable()`.
+    ///
+    /// The check is made under the device lock with the view it grants, so the grant is only
+    /// good for the tenure and the view it was checked against.
+    pub(crate) fn acquire_pid(&self, pid: i32) -> Result<Acquired> {
+        let caller = current!();
+        let namespace = caller.active_pid_ns();
+        let inner = self.inner.lock();
+        let slot = inner
+            .pool
+            .find_owner(|owner| owner.group.nr_in(namespace) == pid)
+            .ok_or(ENOENT)?;
+        let state = inner.pool.get(slot);
+        let owner = state.owner().ok_or(ENOENT)?;
+        let own = owner.group.is_current();
+        if !own && !owner.group.may_be_read_by_current() && !perfmon_capable() {
+            return Err(EPERM);
+        }
+        Ok(Acquired {
+            slot,
+            view: state.view(),
+            owner: own,
+        })
+    }
+
+    /// Releases the slab of thread group `group`, if it has one.
+    pub(crate) fn release_own(self: &Arc<Self>, group: &ThreadGroup) -> Result {
+        self.release_slot(|pool| pool.find_owner(|owner| owner.group.same_as(group)))
+    }
+
+    /// Releases every slab whose owner's thread group has exited.
+    ///
+    /// A group's slab is normally released when its last file on the device goes, but a group
+    /// can own a slab through a file it did not open (inherited across `fork`, or passed over a
+    /// socket), whose release waits for the other holders. This is the one place such slabs are
+    /// released; it runs before a new owner takes a slot and once per metrics period.
+    pub(crate) fn reap_exited_owners(self: &Arc<Self>) {
+        let exited = {
+            let inner = self.inner.lock();
+            PerSlot::from_fn(|slot| {
+                inner
+                    .pool
+                    .get(slot)
+                    .owner()
+                    .is_some_and(|owner| owner.group.has_exited())
+            })
+        };
+        for (slot, _) in exited.iter().filter(|(_, exited)| **exited) {
+            // Checked again under the lock: the group's last close may have released it since.
+            let still_exited =
+                |pool: &SlotPool<Owner>| pool.get(slot).owner()?.group.has_exited().then_some(slot);
+            if let Err(err) = self.release_slot(still_exited) {
+                pr_err!("releasing the slab of an exited owner failed: {err:?}\n");
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Whether the current task belongs to the thread group owning slot `slot`.
+    pub(super) fn owned_by_current(&self, slot: SlotIndex) -> bool {
+        self.pool
+            .get(slot)
+            .owner()
+            .is_some_and(|owner| owner.group.is_current())
+    }
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The release of a slab, from its owner to the totals, and the zeroing that frees it.
+//!
+//! Every release (RELEASE, the group's last file going away, or a dead owner being reaped) runs
+//! [`DeviceState::release_slot`]:
+//!
+//! 1. Under the lock, the slot leaves its owner, and its generation and view move on; the new
+//!    generation is written into the slab first, so a reader that later sees any other change of
+//!    the slab also sees the generation move. No mapping shows the slab from now on.
+//! 2. Without the lock, the pages of every mapping of the slab are removed, in every process:
+//!    the owner can write it no more, and nothing of a later tenure can show through an old
+//!    mapping (see the `device` module).
+//! 3. One snapshot of the slab (final: nobody can write it any more) is taken without the lock,
+//!    so sysfs readers never wait for it; then, under the lock, it feeds both the sysfs totals
+//!    and the metrics, and the slot becomes free to zero. Until then sysfs counts the slab as
+//!    live, reading the same final values.
+//! 4. The slab is zeroed page by page without the lock, by a work item, or by the next owner if
+//!    it comes first; then it is free. A new owner always gets the free slot released longest
+//!    ago.
+
+use super::{
+    DeviceState,
+    Owner,
+    SCRUB_WORK, //
+};
+use crate::{
+    abi::layout::SLAB_GENERATION_OFFSET,
+    shim::barrier::smp_wmb,
+    state::{
+        slab_values::LiveSlab,
+        slots::{
+            SlotIndex,
+            SlotPool, //
+        },
+    },
+};
+use kernel::{
+    prelude::*,
+    sync::{
+        atomic::{
+            ordering::Relaxed,
+            Atomic, //
+        },
+        Arc,
+    },
+    workqueue::{
+        self,
+        WorkItem, //
+    },
+};
+
+/// Jiffies from a release to the work that zeroes its slab.
+const ZEROING_DELAY: kernel::time::Jiffies = 1;
+
+/// The LRU clock: one tick per release, shared by every device as in the original driver.
+static CLEAR_TICK: Atomic<u64> = Atomic::new(1);
+
+/// Zeroes released slabs, oldest release first, until none is left.
+impl WorkItem<SCRUB_WORK> for DeviceState {
+    type Pointer = Arc<DeviceState>;
+
+    fn run(this: Arc<DeviceState>) {
+        this.worker_coverage
+            .run(|| while this.scrub_oldest_dirty() {});
+    }
+}
+
+impl DeviceState {
+    /// Releases the owned slot that `select` picks under the lock, if it picks one: see the
+    /// module documentation. Picking and leaving the owner happen under one lock, so two
+    /// paths releasing the same owner (its last close and the reaper) never both try.
+    pub(super) fn release_slot(
+        self: &Arc<Self>,
+        select: impl FnOnce(&SlotPool<Owner>) -> Option<SlotIndex>,
+    ) -> Result {
+        let slot = {
+            let mut inner = self.inner.lock();
+            let Some(slot) = select(&inner.pool) else {
+                return Ok(());
+            };
+            let generation = inner.pool.begin_release(slot)?;
+            self.publish_generation(slot, generation);
+            slot
+        };
+        self.unmap_slot(slot);
+        let due = {
+            let mut snapshot = self.snapshot.lock();
+            snapshot.take(&LiveSlab::of(self.slab(slot)));
+            let mut inner = self.inner.lock();
+            inner.totals.add_release(slot, &*snapshot);
+            inner.metrics.on_release(&*snapshot);
+            inner
+                .pool
+                .finish_release(slot, CLEAR_TICK.fetch_add(1, Relaxed))?;
+            Self::counters_changed(&mut inner, self.now_ms())
+        };
+        self.schedule_notify(due);
+        // Already queued is fine: the queued run zeroes every dirty slab. One tick later and
+        // unbound, so that the release neither wakes a worker nor is preempted by one: a timer
+        // costs the releasing task nothing, and a new owner that comes first zeroes the slab
+        // itself.
+        self.worker_coverage.record_current();
+        let _ = workqueue::system_unbound()
+            .enqueue_delayed::<_, SCRUB_WORK>(self.clone(), ZEROING_DELAY);
+        Ok(())
+    }
+
+    /// Zeroes slot `slot`, claimed with `begin_scrub` (its generation is `generation`), and
+    /// frees it.
+    pub(super) fn scrub(&self, slot: SlotIndex, generation: u64) {
+        let slab = self.slab(slot);
+        // A reader that sees any zeroed word must also see that the generation moved on, which
+        // the release wrote; it is written again around the zeroing, which covers the
+        // generation's page too.
+        let _ = slab.store(SLAB_GENERATION_OFFSET, generation);
+        smp_wmb();
+        slab.zero_all();
+        let _ = slab.store(SLAB_GENERATION_OFFSET, generation);
+        let mut inner = self.inner.lock();
+        if inner.pool.finish_scrub(slot).is_ok() {
+            self.slot_zeroed.notify_all();
+        }
+    }
+
+    /// Zeroes the dirty slot released longest ago; `false` if there is none.
+    pub(super) fn scrub_oldest_dirty(&self) -> bool {
+        let claimed = {
+            let mut inner = self.inner.lock();
+            inner
+                .pool
+                .oldest_dirty()
+                .and_then(|slot| Some((slot, inner.pool.begin_scrub(slot).ok()?)))
+        };
+        match claimed {
+            Some((slot, generation)) => {
+                self.scrub(slot, generation);
+                true
+            }
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Thread groups (processes) named by their TGID `struct pid`, and the kernel's rule for
+//! whether the current task may read another process's state.
+//!
+//! C headers: [`include/linux/pid.h`](srctree/include/linux/pid.h),
+//! [`include/linux/ptrace.h`](srctree/include/linux/ptrace.h)
+//!
+//! A group leader's `task_struct` does not name a process for its whole life: an `execve` from
+//! a thread other than the leader makes that thread the leader (`de_thread()`), and the old
+//! leader goes away. The TGID `struct pid` does: `de_thread()` hands it to the new leader. A
+//! reference to it also keeps its number from being reused for another process while held
+//! (comparing numbers would not: pids are recycled).
+
+use core::ptr::NonNull;
+use kernel::{
+    bindings,
+    pid_namespace::PidNamespace,
+    prelude::*,
+    sync::{
+        aref::ARef,
+        atomic::{
+            atomic_load,
+            ordering::Relaxed, //
+        },
+        rcu,
+    },
+    task::{
+        Pid,
+        Task, //
+    },
+};
+
+/// A thread group.
+///
+/// # Invariants
+///
+/// `pid` is a TGID `struct pid` on which `self` holds one reference.
+pub(crate) struct ThreadGroup {
+    pid: NonNull<bindings::pid>,
+}
+
+// SAFETY: a `struct pid` reference may be used and dropped from any thread.
+unsafe impl Send for ThreadGroup {}
+// SAFETY: `&ThreadGroup` only reads the pid through functions that may run concurrently.
+unsafe impl Sync for ThreadGroup {}
+
+/// The TGID `struct pid` of `task`, not referenced.
+fn tgid_pid(task: *mut bindings::task_struct) -> *mut bindings::pid {
+    // SAFETY: `task` is a valid task (callers pass `current` or a task they hold); a task's
+    // `signal` is set at creation and stays valid as long as the task is referenced, and its
+    // TGID pid is only replaced when the group is created.
+    unsafe { (*(*task).signal).pids[bindings::pid_type_PIDTYPE_TGID as usize] }
+}
+
+impl ThreadGroup {
+    /// The current task's thread group.
+    pub(crate) fn current() -> Result<Self> {
+        // SAFETY: `current` is a valid task; `get_task_pid` returns its TGID pid with a new
+        // reference, or NULL.
+        let pid =
+            unsafe { bindings::get_task_pid(Task::current_raw(), bindings::pid_type_PIDTYPE_TGID) };
+        // INVARIANT: a non-NULL result is a TGID pid referenced for us.
+        NonNull::new(pid).map(|pid| Self { pid }).ok_or(ESRCH)
+    }
+
+    /// Whether the current task belongs to this group.
+    pub(crate) fn is_current(&self) -> bool {
+        core::ptr::eq(tgid_pid(Task::current_raw()), self.pid.as_ptr())
+    }
+
+    /// Whether `other` is the same thread group.
+    pub(crate) fn same_as(&self, other: &ThreadGroup) -> bool {
+        self.pid == other.pid
+    }
+
+    /// The group's pid in `namespace`; 0 if it is not visible there (or has exited).
+    pub(crate) fn nr_in(&self, namespace: Option<&PidNamespace>) -> Pid {
+        let namespace = namespace.map_or(core::ptr::null_mut(), PidNamespace::as_ptr);
+        // SAFETY: `pid` is referenced (type invariant); `pid_nr_ns` accepts any namespace, and
+        // returns 0 for NULL or one the pid is not in.
+        unsafe { bindings::pid_nr_ns(self.pid.as_ptr(), namespace) }
+    }
+
+    /// The group's leader, unless the group is gone (its leader was reaped).
+    pub(crate) fn leader(&self) -> Option<ARef<Task>> {
+        // SAFETY: `pid` is referenced; `get_pid_task` returns the task with a new reference, or
+        // NULL.
+        let task =
+            unsafe { bindings::get_pid_task(self.pid.as_ptr(), bindings::pid_type_PIDTYPE_TGID) };
+        // SAFETY: a non-NULL result is a task referenced for us, which `ARef` takes over.
+        NonNull::new(task).map(|task| unsafe { ARef::from_raw(task.cast::<Task>()) })
+    }
+
+    /// Whether every thread of the group has exited (the group is dead, reaped or not).
+    pub(crate) fn has_exited(&self) -> bool {
+        self.leader().is_none_or(|leader| {
+            // SAFETY: `leader` is referenced, so its `signal` is valid (see `tgid_pid`), and
+            // `live` is only ever changed atomically.
+            let live = unsafe { &raw mut (*(*leader.as_ptr()).signal).live.counter };
+            // SAFETY: `live` is a valid, aligned `c_int`.
+            unsafe { atomic_load(live, Relaxed) == 0 }
+        })
+    }
+
+    /// Whether the current task may read this group's state by the kernel's rule for reading
+    /// another process (`ptrace_may_access(task, PTRACE_MODE_READ_FSCREDS)`, which is not
+    /// exported to modules): it is the same group; or its filesystem uid and gid are the
+    /// leader's real, effective and saved ones and the leader is dumpable (a set-id `execve`
+    /// makes it not); or it has `CAP_SYS_PTRACE` in the user namespace of the leader's
+    /// credentials (and, for a non-dumpable leader, of its `execve`). The security module hook
+    /// of `ptrace_may_access` is not exported either, so it is not consulted. `false` for a
+    /// group that is gone.
+    pub(crate) fn may_be_read_by_current(&self) -> bool {
+        if self.is_current() {
+            return true;
+        }
+        let Some(leader) = self.leader() else {
+            return false;
+        };
+        let task = leader.as_ptr();
+        let _rcu = rcu::read_lock();
+        // SAFETY: `current`'s own credentials are only replaced by `current`.
+        let caller = unsafe { &*(*Task::current_raw()).cred };
+        // SAFETY: `task` is referenced; its objective credentials are RCU-protected, and the
+        // RCU read lock is held until they are no longer used.
+        let target = unsafe { &*core::ptr::read_volatile(&raw const (*task).real_cred) };
+        let same_ids = [target.uid, target.euid, target.suid]
+            .iter()
+            .all(|uid| uid.val == caller.fsuid.val)
+            && [target.gid, target.egid, target.sgid]
+                .iter()
+                .all(|gid| gid.val == caller.fsgid.val);
+        if !same_ids && !has_ptrace_capability(target.user_ns) {
+            return false;
+        }
+        // The dumpability is read after the credentials, as `commit_creds()` writes them in the
+        // other order (a task that drops privileges becomes non-dumpable first).
+        crate::shim::barrier::smp_rmb();
+        // SAFETY: a task's exec state is RCU-protected and never NULL for a live task; the RCU
+        // read lock is held.
+        let exec_state = unsafe { core::ptr::read_volatile(&raw const (*task).exec_state) };
+        let exec_state = exec_state.cast::<TaskExecState>();
+        // SAFETY: `exec_state` is a live `struct task_exec_state`, which `TaskExecState` lays out;
+        // `dumpable` is written with `WRITE_ONCE` (by `execve` and `prctl`), `user_ns` only when
+        // the state is made.
+        let (dumpable, user_ns) = unsafe {
+            (
+                core::ptr::read_volatile(&raw const (*exec_state).dumpable),
+                (*exec_state).user_ns,
+            )
+        };
+        dumpable == bindings::task_dumpable_TASK_DUMPABLE_OWNER || has_ptrace_capability(user_ns)
+    }
+}
+
+/// `struct task_exec_state` (`include/linux/sched/exec_state.h`, the same in 7.2 and 7.3):
+/// a task's dumpability and the user namespace of its `execve`, which the kernel crate's
+/// bindings leave opaque (their header is not among theirs).
+#[repr(C)]
+struct TaskExecState {
+    count: bindings::refcount_t,
+    dumpable: bindings::task_dumpable,
+    user_ns: *mut bindings::user_namespace,
+    rcu: bindings::callback_head,
+}
+
+/// Whether the current task has `CAP_SYS_PTRACE` in `namespace` (`ns_capable()`).
+fn has_ptrace_capability(namespace: *mut bindings::user_namespace) -> bool {
+    // SAFETY: `namespace` comes from credentials or an exec state that the caller keeps alive
+    // (RCU), and `CAP_SYS_PTRACE` is a valid capability number.
+    unsafe { bindings::ns_capable(namespace, bindings::CAP_SYS_PTRACE as c_int) }
+}
+
+impl Clone for ThreadGroup {
+    fn clone(&self) -> Self {
+        // SAFETY: `pid` is referenced (type invariant), so its count is not zero and may be
+        // raised (`get_pid()`).
+        unsafe { bindings::refcount_inc(&raw mut (*self.pid.as_ptr()).count) };
+        // INVARIANT: the new reference is the clone's.
+        Self { pid: self.pid }
+    }
+}
+
+impl Drop for ThreadGroup {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant we hold one reference, given back exactly once here.
+        unsafe { bindings::put_pid(self.pid.as_ptr()) };
+    }
+}

@@ -1,0 +1,382 @@
+//! The actors of the tenure tests: processes that own, watch, squat on or exec with a slab,
+//! each under an identity of its own. `ds-tenure IDENTITY MODE ARGS...`; IDENTITY (`root`,
+//! `uid:N`) is what it becomes first, as a process that user started would be (dumpable).
+//! Every mode prints one line when it is set up, then answers commands on stdin, one per line,
+//! and exits when stdin closes:
+//!
+//! * `hold DEVICE MARKER`: owns a slab, maps it writable, writes MARKER into counter 1 of core
+//!   0; prints `ready <offset>`.
+//! * `watch DEVICE PID`: maps PID's slab read-only and reads it; prints `watching <counter>
+//!   <generation>`, or `acquire=<errno>` if the ACQUIRE is refused.
+//! * `map DEVICE PID`: maps PID's slab read-only without touching it; prints `mapped`.
+//! * `squat DEVICE N`: N times: ACQUIRE its own slab, map the slot's reader window and read it,
+//!   RELEASE, keeping every file and mapping; prints `squatting <slots>`.
+//! * `exec-owner DEVICE MARKER`: like `hold`, then on `exec PATH MARKER2` executes PATH as
+//!   `ds-tenure - after-exec FD MARKER2` with its device file kept open.
+//! * `thread-exec DEVICE MARKER`: like `hold`, then on `exec` a second thread executes this
+//!   program as `after-exec` (the thread becomes the group leader).
+//! * `after-exec FD MARKER`: the image after such an exec: ACQUIREs its own slab through the
+//!   inherited file FD, maps it and writes MARKER; prints `reacquired <offset> euid=<euid>`.
+//! * `pidns DEVICE PID`: in a new pid namespace, tries to ACQUIRE PID and reads the slot table;
+//!   prints `pidns acquire=<outcome> listed=<whether PID appears in the table>`.
+//! * `cycle DEVICE SECONDS`: owns and releases a slab over and over for SECONDS, writing into
+//!   each tenure its own generation (into counter 1 of core 0); prints `cycling`, and answers
+//!   `report` with `cycled <tenures>` once done.
+//! * `pass DEVICE PID IDENTITY`: ACQUIREs PID's slab for reading and hands the file to a child
+//!   that becomes IDENTITY (the guest kernel has no sockets to pass it over), and the child
+//!   tries every route to write through it;
+//!   prints `passed read=<counter> map_write=<perms> mprotect_write=<outcome>
+//!   proc_mem_write=<refused|wrote> mremap=<perms> owner_window=<outcome>
+//!   private_write=<perms>`, and keeps its read-only mapping for `scan`.
+//!
+//! `scan` (every mapping mode) reads every byte of every mapping it holds and prints `scan
+//! nonzero=<bytes> counter=<counter 1 of core 0> generation=<generation word>` (of the first
+//! mapping); a mapping that shows nothing of any tenure reads all zeros.
+
+use neuron_ds_guest_tests::{
+    acquire, device_path, identity::Identity, nc_offset, open_device, release, slab_offset,
+    slots_on, Mapping, GENERATION_OFFSET, SLAB_SIZE,
+};
+use std::{
+    fs::File,
+    io::{self, BufRead, Write},
+    os::{
+        fd::{AsRawFd, FromRawFd},
+        unix::process::CommandExt,
+    },
+    process::{exit, Command},
+    time::{Duration, Instant},
+};
+
+const RW: i32 = libc::PROT_READ | libc::PROT_WRITE;
+
+/// Counter 1 of core 0, where the markers go.
+fn marker_offset() -> usize {
+    nc_offset(0, 1)
+}
+
+fn errno_name(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        Some(libc::EPERM) => "EPERM".into(),
+        Some(libc::ENOENT) => "ENOENT".into(),
+        Some(libc::EINVAL) => "EINVAL".into(),
+        Some(libc::EACCES) => "EACCES".into(),
+        Some(other) => format!("errno{other}"),
+        None => error.to_string(),
+    }
+}
+
+/// Reads every byte of every mapping (a fault here kills the process, which the tests see).
+fn scan(mappings: &[Mapping]) -> String {
+    let nonzero: usize = mappings
+        .iter()
+        .map(|mapping| {
+            (0..SLAB_SIZE / 8)
+                .filter(|word| mapping.read_u64(word * 8) != 0)
+                .map(|word| {
+                    mapping
+                        .read_u64(word * 8)
+                        .to_ne_bytes()
+                        .iter()
+                        .filter(|b| **b != 0)
+                        .count()
+                })
+                .sum::<usize>()
+        })
+        .sum();
+    let (counter, generation) = mappings.first().map_or((0, 0), |first| {
+        (
+            first.read_u64(marker_offset()),
+            first.read_u64(GENERATION_OFFSET),
+        )
+    });
+    format!("scan nonzero={nonzero} counter={counter} generation={generation}")
+}
+
+/// Answers `scan` (and, through `other`, the mode's own commands) until stdin closes.
+fn serve(mappings: &[Mapping], mut other: impl FnMut(&str) -> io::Result<()>) -> io::Result<()> {
+    for line in io::stdin().lock().lines() {
+        let line = line?;
+        match line.trim() {
+            "scan" => println!("{}", scan(mappings)),
+            command => other(command)?,
+        }
+        io::stdout().flush()?;
+    }
+    Ok(())
+}
+
+fn say(line: &str) -> io::Result<()> {
+    println!("{line}");
+    io::stdout().flush()
+}
+
+/// Owns a slab on `file`: maps it writable and writes `marker`.
+fn own(file: &File, marker: u64) -> io::Result<(Mapping, u64)> {
+    let info = acquire(file, 0)?;
+    let slab = Mapping::new(file, SLAB_SIZE, RW, info.mmap_offset)?;
+    slab.write_u64(marker_offset(), marker);
+    Ok((slab, info.mmap_offset))
+}
+
+/// Executes this program's `after-exec` mode at `path`, keeping `file` open across it.
+fn exec_after(path: &str, file: &File, marker: &str) -> io::Error {
+    let fd = file.as_raw_fd();
+    // SAFETY: clearing FD_CLOEXEC on a descriptor this process owns.
+    unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+    Command::new(path)
+        .args(["-", "after-exec", &fd.to_string(), marker])
+        .exec()
+}
+
+/// `ok` or the errno's name.
+fn outcome<T>(result: &io::Result<T>) -> String {
+    result.as_ref().map_or_else(errno_name, |_| "ok".into())
+}
+
+/// Owns and releases slabs on `device` for `seconds`; returns how many tenures it had.
+fn cycle(device: usize, seconds: u64) -> io::Result<u64> {
+    let file = open_device(&device_path(device))?;
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut tenures = 0;
+    while Instant::now() < deadline {
+        let info = acquire(&file, 0)?;
+        let slab = Mapping::new(&file, SLAB_SIZE, RW, info.mmap_offset)?;
+        let generation = slab.read_u64(GENERATION_OFFSET);
+        slab.write_u64(marker_offset(), generation);
+        drop(slab);
+        release(&file, 0)?;
+        tenures += 1;
+    }
+    Ok(tenures)
+}
+
+/// What a holder of a reader's file can do with it; returns its line and its
+/// read-only mapping.
+fn try_passed(file: &File, offset: u64) -> io::Result<(String, Mapping)> {
+    let view = Mapping::new(file, SLAB_SIZE, libc::PROT_READ, offset)?;
+    let read = view.read_u64(marker_offset());
+    let writable = Mapping::new(file, SLAB_SIZE, RW, offset);
+    let map_write = writable
+        .as_ref()
+        .map_or_else(errno_name, Mapping::permissions);
+    let mprotect_write = writable
+        .as_ref()
+        .map_or("-".into(), |m| outcome(&m.protect(RW)));
+    drop(writable);
+    let proc_mem = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/self/mem")?;
+    let value = 666u64.to_ne_bytes();
+    let target = view.addr() as u64 + marker_offset() as u64;
+    let wrote = std::os::unix::fs::FileExt::write_at(&proc_mem, &value, target).is_ok();
+    let proc_mem_write = if wrote { "wrote" } else { "refused" };
+    let moved = Mapping::new(file, SLAB_SIZE, libc::PROT_READ, offset)?.moved();
+    let mremap = moved.as_ref().map_or_else(errno_name, |m| {
+        format!(
+            "{}{}",
+            m.permissions(),
+            if m.protect(RW).is_ok() { "+w" } else { "" }
+        )
+    });
+    let owner_window = outcome(&Mapping::new(
+        file,
+        SLAB_SIZE,
+        RW,
+        offset + SLAB_SIZE as u64,
+    ));
+    let private = Mapping::with_flags(file, SLAB_SIZE, RW, libc::MAP_PRIVATE, offset);
+    let private_write = private
+        .as_ref()
+        .map_or_else(errno_name, Mapping::permissions);
+    let line = format!(
+        "passed read={read} map_write={map_write} mprotect_write={mprotect_write} \
+         proc_mem_write={proc_mem_write} mremap={mremap} owner_window={owner_window} \
+         private_write={private_write}"
+    );
+    Ok((line, view))
+}
+
+fn run(mode: &str, args: &[String]) -> io::Result<()> {
+    let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_default();
+    match mode {
+        "hold" => {
+            let file = open_device(&device_path(arg(0).parse().unwrap_or(0)))?;
+            let (slab, offset) = own(&file, arg(1).parse().unwrap_or(0))?;
+            say(&format!("ready {offset}"))?;
+            serve(&[slab], |_| Ok(()))
+        }
+        "watch" | "map" => {
+            let file = open_device(&device_path(arg(0).parse().unwrap_or(0)))?;
+            let info = match acquire(&file, arg(1).parse().unwrap_or(0)) {
+                Ok(info) => info,
+                Err(e) => {
+                    say(&format!("acquire={}", errno_name(&e)))?;
+                    return serve(&[], |_| Ok(()));
+                }
+            };
+            let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset)?;
+            if mode == "watch" {
+                say(&format!(
+                    "watching {} {}",
+                    view.read_u64(marker_offset()),
+                    view.read_u64(GENERATION_OFFSET)
+                ))?;
+            } else {
+                say("mapped")?;
+            }
+            serve(&[view], |_| Ok(()))
+        }
+        "squat" => {
+            let device: usize = arg(0).parse().unwrap_or(0);
+            let mut kept = Vec::new();
+            let mut slots = Vec::new();
+            for _ in 0..arg(1).parse().unwrap_or(0) {
+                let file = open_device(&device_path(device))?;
+                let info = acquire(&file, 0)?;
+                let slot = neuron_ds_guest_tests::offset_slot(info.mmap_offset);
+                // The reader's window of its own slot, through its owner grant.
+                let view = Mapping::new(
+                    &file,
+                    SLAB_SIZE,
+                    libc::PROT_READ,
+                    slab_offset(device, slot, false),
+                )?;
+                view.read_u64(GENERATION_OFFSET);
+                release(&file, 0)?;
+                slots.push(slot.to_string());
+                kept.push((file, view));
+            }
+            say(&format!("squatting {}", slots.join(",")))?;
+            let (_files, views): (Vec<File>, Vec<Mapping>) = kept.into_iter().unzip();
+            serve(&views, |_| Ok(()))
+        }
+        "exec-owner" | "thread-exec" => {
+            let file = open_device(&device_path(arg(0).parse().unwrap_or(0)))?;
+            let (slab, offset) = own(&file, arg(1).parse().unwrap_or(0))?;
+            say(&format!("ready {offset}"))?;
+            serve(&[slab], |command| {
+                let words: Vec<&str> = command.split_whitespace().collect();
+                match (mode, words.as_slice()) {
+                    ("exec-owner", ["exec", path, marker]) => Err(exec_after(path, &file, marker)),
+                    ("thread-exec", ["exec", marker]) => {
+                        let marker = marker.to_string();
+                        let fd = file.as_raw_fd();
+                        // SAFETY: clearing FD_CLOEXEC on a descriptor this process owns.
+                        unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+                        let thread = std::thread::spawn(move || {
+                            Command::new("/proc/self/exe")
+                                .args(["-", "after-exec", &fd.to_string(), &marker])
+                                .exec()
+                        });
+                        Err(thread
+                            .join()
+                            .unwrap_or_else(|_| io::Error::other("exec thread")))
+                    }
+                    _ => Ok(()),
+                }
+            })
+        }
+        "after-exec" => {
+            // SAFETY: the descriptor was kept open across the exec for this image.
+            let file = unsafe { File::from_raw_fd(arg(0).parse().unwrap_or(-1)) };
+            let (slab, offset) = own(&file, arg(1).parse().unwrap_or(0))?;
+            // SAFETY: geteuid has no preconditions.
+            let euid = unsafe { libc::geteuid() };
+            say(&format!("reacquired {offset} euid={euid}"))?;
+            serve(&[slab], |_| Ok(()))
+        }
+        "pidns" => {
+            let device: usize = arg(0).parse().unwrap_or(0);
+            let pid: i32 = arg(1).parse().unwrap_or(0);
+            // SAFETY: plain system calls; the child only makes system calls and prints.
+            if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            match unsafe { libc::fork() } {
+                -1 => Err(io::Error::last_os_error()),
+                0 => {
+                    let outcome = open_device(&device_path(device))
+                        .and_then(|file| acquire(&file, pid))
+                        .map_or_else(|e| errno_name(&e), |_| "ok".into());
+                    let listed = slots_on(device).iter().any(|row| row.pid == pid);
+                    println!("pidns acquire={outcome} listed={listed}");
+                    let _ = io::stdout().flush();
+                    // SAFETY: leaving the child.
+                    unsafe { libc::_exit(0) }
+                }
+                child => {
+                    let mut status = 0;
+                    // SAFETY: waiting for our own child.
+                    unsafe { libc::waitpid(child, &mut status, 0) };
+                    Ok(())
+                }
+            }
+        }
+        "cycle" => {
+            say("cycling")?;
+            let tenures = cycle(arg(0).parse().unwrap_or(0), arg(1).parse().unwrap_or(1))?;
+            let mut answered = false;
+            serve(&[], |command| {
+                if command == "report" && !answered {
+                    answered = true;
+                    println!("cycled {tenures}");
+                }
+                Ok(())
+            })
+        }
+        "pass" => {
+            let file = open_device(&device_path(arg(0).parse().unwrap_or(0)))?;
+            let info = acquire(&file, arg(1).parse().unwrap_or(0))?;
+            let holder = Identity::parse(arg(2)).ok_or_else(|| io::Error::other("identity"))?;
+            // SAFETY: the child makes system calls, prints, serves stdin, and exits.
+            match unsafe { libc::fork() } {
+                -1 => Err(io::Error::last_os_error()),
+                0 => {
+                    let result = holder.assume().and_then(|()| {
+                        // Dumpable again (the switch cleared it), so that its own
+                        // /proc/self/mem opens and only the module's rule can refuse the write.
+                        // SAFETY: prctl on the calling process.
+                        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1) };
+                        let (line, view) = try_passed(&file, info.mmap_offset)?;
+                        say(&line)?;
+                        serve(&[view], |_| Ok(()))
+                    });
+                    // SAFETY: leaving the child.
+                    unsafe { libc::_exit(i32::from(result.is_err())) }
+                }
+                child => {
+                    drop(file);
+                    let mut status = 0;
+                    // SAFETY: waiting for our own child.
+                    unsafe { libc::waitpid(child, &mut status, 0) };
+                    Ok(())
+                }
+            }
+        }
+        _ => Err(io::Error::other(format!("unknown mode {mode}"))),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(identity), Some(mode)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: ds-tenure IDENTITY MODE ARGS...");
+        exit(2);
+    };
+    // `after-exec` runs as whatever the exec made it; `-` names no identity.
+    if identity != "-" {
+        let Some(identity) = Identity::parse(identity) else {
+            eprintln!("ds-tenure: bad identity {identity}");
+            exit(2);
+        };
+        if let Err(e) = identity.become_user() {
+            eprintln!("ds-tenure: becoming {}: {e}", identity.text());
+            exit(2);
+        }
+    }
+    if let Err(e) = run(mode, &args[2..]) {
+        eprintln!("ds-tenure {mode}: {e}");
+        exit(1);
+    }
+}

@@ -1,0 +1,45 @@
+//! The command line of the `nds-ls` tool, a module of its binary (the library carries no CLI
+//! dependency). `nds-dist` compiles this same file by path to generate the manual page and
+//! shell completions from these definitions.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use nds_sysfs::DEFAULT_SYSFS_ROOT;
+
+/// Lists every Neuron device's NeuronCores and the processes holding a datastore slab on it.
+#[derive(Debug, Parser)]
+#[command(name = "nds-ls", version, about)]
+pub struct Cli {
+    /// Output format: a table, or neuron-ls's JSON (an array of device objects).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub output_format: OutputFormat,
+    /// The same as `--output-format json` (neuron-ls's spelling before 2.34).
+    #[arg(short = 'j', long, conflicts_with = "output_format")]
+    pub json_output: bool,
+    /// Print whole commands and tags in the table (cut at 40 characters otherwise).
+    #[arg(short, long)]
+    pub wide: bool,
+    /// Root of the module's sysfs devices.
+    #[arg(long, default_value = DEFAULT_SYSFS_ROOT)]
+    pub sysfs_root: PathBuf,
+    /// Directory of the device nodes.
+    #[arg(long, default_value = "/dev")]
+    pub dev_dir: PathBuf,
+    /// Read each slot's slab from DIR/neuron<device>-<pid>.slab instead of the device (the
+    /// slot tables still say who holds a slab).
+    #[arg(long, value_name = "DIR")]
+    pub slab_dir: Option<PathBuf>,
+    /// Where to read the processes' command lines.
+    #[arg(long, default_value = "/proc")]
+    pub proc_root: PathBuf,
+}
+
+/// What `--output-format` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// A table like neuron-ls's.
+    Table,
+    /// neuron-ls's JSON.
+    Json,
+}
