@@ -13,6 +13,7 @@
 //!
 //! [`prometheus::render`] turns a report into the Prometheus text format, with the metric names
 //! and labels of neuron-monitor's companion exporter, and [`serve`] answers scrapes over HTTP.
+//! [`terminal`] escapes what other processes wrote before any tool shows it.
 
 #![warn(missing_docs)]
 
@@ -39,6 +40,7 @@ pub mod serve;
 pub mod snapshot;
 pub mod source;
 pub mod system;
+pub mod terminal;
 
 pub use config::Plan;
 pub use document::MonitorDocument;

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
+use nds_monitor::terminal::escape;
 
 /// Writes records of this tool's crate (and at level 4 every crate's) to standard error.
 struct StderrLogger {
@@ -27,16 +28,9 @@ impl Log for StderrLogger {
             Level::Warn => "warning: ".to_owned(),
             other => format!("{}: ", other.as_str().to_lowercase()),
         };
-        // Messages quote what other processes wrote (tags, paths): no control character
-        // reaches the terminal.
-        let mut message = String::new();
-        for c in record.args().to_string().chars() {
-            if c.is_control() {
-                message.extend(c.escape_default());
-            } else {
-                message.push(c);
-            }
-        }
+        // Messages quote what other processes wrote (tags, paths), as they are: escaping them
+        // for the terminal happens here, once.
+        let message = escape(&record.args().to_string());
         // A closed standard error is no reason to stop monitoring.
         let _ = writeln!(std::io::stderr().lock(), "nds-monitor: {level}{message}");
     }

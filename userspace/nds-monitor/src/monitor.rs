@@ -332,7 +332,7 @@ impl Monitor {
         };
         let (reason, entry) = attachment.ended(generation, found);
         log::info!(
-            "pid {} ({:?}) at {}: {}",
+            "pid {} (\"{}\") at {}: {}",
             entry.pid,
             entry.neuron_runtime_tag,
             entry.address,
@@ -373,7 +373,7 @@ impl Monitor {
             match Attachment::attach(key.clone(), candidate.clone(), now, proc_root) {
                 Ok(Some(attachment)) => {
                     log::info!(
-                        "attached pid {} ({:?}) at {}",
+                        "attached pid {} (\"{}\") at {}",
                         attachment.owner.pid,
                         attachment.tag,
                         attachment.candidate.address

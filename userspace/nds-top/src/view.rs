@@ -4,6 +4,7 @@ use nds_monitor::document::{
     CoreMemory, ErrorSummary, ExecutionSummary, HostBreakdown, MonitorDocument, RuntimeEntry,
 };
 use nds_monitor::groups::{cores_per_device, CoreIndexing};
+use nds_monitor::terminal::escape;
 
 /// A tab of the tab bar.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,21 +61,6 @@ pub struct View {
     pub notes: Vec<String>,
 }
 
-/// `text` (written by whoever owns a slab) fit for a terminal: control characters, which
-/// could carry escape sequences, are shown escaped.
-#[must_use]
-pub fn printable(text: &str) -> String {
-    let mut shown = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            shown.extend(c.escape_default());
-        } else {
-            shown.push(c);
-        }
-    }
-    shown
-}
-
 /// The tabs of a report: "all", then one per process with a live slab.
 #[must_use]
 pub fn tabs(document: &MonitorDocument) -> Vec<Tab> {
@@ -83,7 +69,7 @@ pub fn tabs(document: &MonitorDocument) -> Vec<Tab> {
         pid: None,
     }];
     tabs.extend(live(document).map(|entry| Tab {
-        title: printable(&entry.neuron_runtime_tag),
+        title: escape(&entry.neuron_runtime_tag),
         pid: Some(entry.pid),
     }));
     tabs
@@ -203,7 +189,7 @@ pub fn view(document: &MonitorDocument, tab: usize) -> View {
                     key: format!("{}:{}", entry.pid, model.model_id),
                     label: format!(
                         "{} #{}{owner}{running}",
-                        printable(&model.name),
+                        escape(&model.name),
                         model.model_id
                     ),
                     children: model
@@ -231,7 +217,7 @@ pub fn view(document: &MonitorDocument, tab: usize) -> View {
         .neuron_runtime_data
         .iter()
         .filter(|entry| !entry.error.is_empty())
-        .map(|entry| format!("pid {}: {}", entry.pid, printable(&entry.error)))
+        .map(|entry| format!("pid {}: {}", entry.pid, escape(&entry.error)))
         .collect();
     view
 }
