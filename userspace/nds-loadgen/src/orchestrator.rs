@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
@@ -109,6 +109,9 @@ struct Running {
 ///
 /// A producer that could not start, failed, crashed when it should not have (or survived when
 /// it should have crashed), or left no readable report.
+///
+/// The producers get SIGTERM when the thread that called this function ends (the kernel ties
+/// `PR_SET_PDEATHSIG` to the forking thread), so a killed orchestrator leaves none running.
 pub fn run(
     options: &RunOptions,
     exe: &Path,
@@ -123,10 +126,13 @@ pub fn run(
             path: PathBuf::from("-"),
             source,
         })?;
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        command
             .args(["producer", "--spec", &json])
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::piped());
+        die_with_parent(&mut command);
+        let mut child = command
             .spawn()
             .map_err(|e| Error::io(format!("starting {}", exe.display()), e))?;
         let stdin = child.stdin.take();
@@ -170,6 +176,27 @@ pub fn run(
     }
     summary.producers.sort_by(|a, b| a.tag.cmp(&b.tag));
     Ok(summary)
+}
+
+/// Makes the child get SIGTERM when the calling thread ends, however it ends (a SIGTERM or
+/// SIGKILL to the orchestrator must not leave producers running and holding their slabs).
+fn die_with_parent(command: &mut Command) {
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec and calls only prctl,
+    // getppid and _exit, which are async-signal-safe; it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the prctl: then nobody would signal.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Waits until `producer` printed its ready line, or ended (a crashing producer never does).

@@ -253,3 +253,73 @@ fn a_zero_time_unit_is_refused() {
     );
     assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 0);
 }
+
+/// Whether process `pid` is still running (a zombie waiting for its reaper is not).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|end| stat.get(end + 2..end + 3))
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// Producers the test saw; any still running when the test ends (it failed) are killed, so
+/// a failure leaves no process behind.
+struct Producers(Vec<i32>);
+
+impl Drop for Producers {
+    fn drop(&mut self) {
+        for &pid in self.0.iter().filter(|&&pid| running(pid)) {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The pids of the producers whose slab files are in `dir`.
+fn slab_owners(dir: &Path) -> Vec<i32> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".slab")?.split_once('-')?.1.parse().ok()
+        })
+        .collect()
+}
+
+#[test]
+fn sigterm_or_sigkill_to_a_run_stops_its_producers() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    for signal in [libc::SIGTERM, libc::SIGKILL] {
+        let dir = Scratch::new(&format!("signal-{signal}"));
+        // Producers in the middle of an hour-long stream.
+        let mut child = loadgen(&dir.0, &["--procs-per-device", "3", "--duration", "1h"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let producers = Producers(loop {
+            let pids = slab_owners(&dir.0);
+            if pids.len() == 3 {
+                break pids;
+            }
+            assert!(Instant::now() < deadline, "{pids:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        });
+        assert!(producers.0.iter().all(|&pid| running(pid)));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(i32::try_from(child.id()).unwrap(), signal) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(signal));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while producers.0.iter().any(|&pid| running(pid)) {
+            assert!(
+                Instant::now() < deadline,
+                "producers {:?} outlived the run (signal {signal})",
+                producers.0
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

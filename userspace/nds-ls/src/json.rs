@@ -1,10 +1,10 @@
 //! The JSON output: neuron-ls's array of device objects.
 
+use nds_monitor::terminal::escape_json_text;
 use serde::Serialize;
 use serde_json::ser::PrettyFormatter;
 
 use crate::error::Result;
-use crate::escape::escape_json_text;
 use crate::listing::DeviceEntry;
 
 /// `devices` as neuron-ls's JSON prints them (an array, four-space indentation), with no

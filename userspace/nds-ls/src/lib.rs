@@ -11,13 +11,13 @@
 //! The result is neuron-ls's JSON shape ([`DeviceEntry`], [`ProcessEntry`]): every key of the
 //! original with the original's type, what the datastore cannot know left empty, plus our own
 //! keys. [`render_json`] prints it, [`render_table`] prints a neuron-ls-like table; neither
-//! lets a control character from a slab or a command line reach the terminal ([`escape`]).
+//! lets a control character from a slab or a command line reach the terminal
+//! ([`nds_monitor::terminal`]).
 
 #![warn(missing_docs)]
 
 pub mod command;
 pub mod error;
-pub mod escape;
 pub mod json;
 pub mod listing;
 pub mod source;

@@ -31,7 +31,7 @@ fn pids(processes: &[Value]) -> BTreeSet<i64> {
 /// Whether `text` holds a character a terminal would act on (a line break aside).
 fn has_raw_control(text: &str) -> bool {
     text.chars()
-        .any(|c| c != '\n' && nds_ls::escape::is_unsafe(c))
+        .any(|c| c != '\n' && nds_monitor::terminal::is_unsafe(c))
 }
 
 #[test]

@@ -1,13 +1,17 @@
 //! The command line of the `nds-monitor` tool, a module of its binary (the library carries no CLI
 //! dependency). `nds-dist` compiles this same file by path to generate the manual page and
 //! shell completions from these definitions.
+//!
+//! neuron-monitor's own options keep their spelling: `-c, --config-file` and `--verbose 0..4`.
 
 use std::num::NonZeroU64;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
 
+use nds_monitor::config::period_argument;
 use nds_monitor::hardware::DEFAULT_HARDWARE_ROOT;
 use nds_monitor::imds::MetadataSetting;
 
@@ -16,11 +20,22 @@ use nds_monitor::imds::MetadataSetting;
 #[command(name = "nds-monitor", version, about)]
 pub struct Cli {
     /// Configuration file in neuron-monitor's format.
-    #[arg(short, long)]
-    pub config: Option<PathBuf>,
-    /// Period of every group, overriding the configuration (e.g. `1s`, `500ms`).
-    #[arg(long)]
-    pub period: Option<String>,
+    #[arg(
+        short = 'c',
+        long = "config-file",
+        alias = "config",
+        value_name = "FILE"
+    )]
+    pub config_file: Option<PathBuf>,
+    /// Messages on standard error: 0 warnings and errors only, 1 also what the monitor
+    /// attaches and ends, 2 also every report and failed request, 3 and 4 everything (4 with
+    /// the libraries' own messages).
+    #[arg(long, default_value_t = 0, value_name = "0..4",
+          value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub verbose: u8,
+    /// Period of every group, overriding the configuration (e.g. `1s`, `500ms`; 1 ms to a day).
+    #[arg(long, value_parser = period_argument)]
+    pub period: Option<Duration>,
     /// Report only processes whose tag matches this regular expression.
     #[arg(long)]
     pub tag_filter: Option<String>,
@@ -69,12 +84,20 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the Prometheus exposition over HTTP at /metrics.
+    /// Serve the Prometheus exposition at /metrics (and /healthz) over HTTP, or HTTPS with a
+    /// certificate; the monitor reports on its own schedule and every request reads the latest
+    /// exposition. Stops on SIGTERM or SIGINT.
     Serve {
         /// Address to listen on; port 0 picks a free one (the address is printed).
-        #[arg(long, default_value = "127.0.0.1:9200")]
+        #[arg(long, default_value = "127.0.0.1:9200", value_name = "ADDR")]
         listen: String,
-        /// Exit after this many requests.
+        /// PEM certificate chain to serve HTTPS with (needs --key-file).
+        #[arg(long, requires = "key_file", value_name = "FILE")]
+        cert_file: Option<PathBuf>,
+        /// PEM private key of --cert-file.
+        #[arg(long, requires = "cert_file", value_name = "FILE")]
+        key_file: Option<PathBuf>,
+        /// Exit after answering this many requests.
         #[arg(long)]
         max_requests: Option<usize>,
     },

@@ -287,19 +287,57 @@ fn unknown_group(kind: &str, section: &str) -> Error {
     Error::Config(format!("unknown {section} metric group type {kind:?}"))
 }
 
+/// The shortest period: the monitor sleeps in milliseconds.
+pub const MIN_PERIOD: Duration = Duration::from_millis(1);
+
+/// The longest period: a day (longer ones are surely a typo, and arithmetic on instants stays
+/// far from overflowing).
+pub const MAX_PERIOD: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// Parses a period such as `"1s"` or `"500ms"`; `None` gives `default`.
 ///
 /// # Errors
 ///
-/// [`Error::Config`] for unparsable or zero periods.
+/// [`Error::Config`] for unparsable periods and those outside [`MIN_PERIOD`]..=[`MAX_PERIOD`].
 pub fn parse_period(text: Option<&str>, default: Duration) -> Result<Duration> {
     let Some(text) = text else {
         return Ok(default);
     };
     let period = humantime::parse_duration(text)
         .map_err(|e| Error::Config(format!("period {text:?}: {e}")))?;
-    if period.is_zero() {
-        return Err(Error::Config(format!("period {text:?} must be positive")));
+    if !(MIN_PERIOD..=MAX_PERIOD).contains(&period) {
+        return Err(Error::Config(format!(
+            "period {text:?} is not between {} and {}",
+            humantime::format_duration(MIN_PERIOD),
+            humantime::format_duration(MAX_PERIOD)
+        )));
     }
     Ok(period)
+}
+
+/// [`parse_period`] for a command-line option (`--period`), as every tool parses it.
+///
+/// # Errors
+///
+/// As [`parse_period`].
+pub fn period_argument(text: &str) -> Result<Duration> {
+    parse_period(Some(text), Duration::ZERO)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_are_bounded() {
+        assert_eq!(
+            period_argument("500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(period_argument("1day").unwrap(), MAX_PERIOD);
+        for bad in ["0s", "10us", "25h", "400000000000y", "soon", ""] {
+            let error = period_argument(bad).unwrap_err().to_string();
+            assert!(error.contains(&format!("{bad:?}")), "{bad}: {error}");
+        }
+    }
 }

@@ -31,6 +31,10 @@ pub enum Error {
     /// (the reason was printed when it was found).
     #[error("the reports had no Neuron device to report on")]
     NoDevice,
+    /// The certificate or key of `serve --cert-file/--key-file` cannot be used.
+    #[cfg(feature = "serve")]
+    #[error("serve: {0}")]
+    Tls(#[from] crate::serve::TlsError),
     /// The HTTP endpoint could not be set up.
     #[error("serve {address}: {source}")]
     Serve {

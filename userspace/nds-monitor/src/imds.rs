@@ -4,8 +4,10 @@
 //! The service is queried only on an EC2 instance (its DMI data says so) or when an endpoint is
 //! configured; elsewhere the fields stay empty and `error` says why. IMDSv2 is a `PUT` for a
 //! session token, then one `GET` per field with that token; every connection has short
-//! timeouts. A failed query is retried every minute; the first complete answer is kept for
-//! the life of the process (these values do not change while an instance runs).
+//! timeouts. A query that failed, or left a required field empty (the service answered an
+//! error for it), is retried, after 1 s, then twice as long each time up to a minute; the
+//! first complete answer is kept for the life of the process (these values do not change
+//! while an instance runs).
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -25,8 +27,11 @@ pub const DEFAULT_DMI_DIR: &str = "/sys/class/dmi/id";
 /// Limit of one request: connecting, sending and reading the answer.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// How long a failed query waits before the next one.
-const RETRY_AFTER: Duration = Duration::from_secs(60);
+/// How long the first retry waits; each later one waits twice as long, up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest wait between two queries.
+const RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// Larger answers are not metadata values.
 const MAX_RESPONSE_BYTES: u64 = 64 * 1024;
@@ -228,7 +233,8 @@ fn value_of(path: &str, body: &str) -> Result<String, MetadataError> {
 
 /// Queries every field of `instance_info` at `endpoint`. Transport failures fail the whole
 /// query (it is retried); a field the service does not have is left empty, and named in
-/// `error` unless neuron-monitor's guide lists it as unavailable on some instances.
+/// `error` unless neuron-monitor's guide lists it as unavailable on some instances (a
+/// required field left empty makes the answer incomplete, so it is retried too).
 fn query(endpoint: &Endpoint) -> Result<InstanceInfo, MetadataError> {
     let token_path = "/latest/api/token";
     let (status, token) = endpoint.request(
@@ -367,30 +373,37 @@ impl InstanceMetadata {
     }
 }
 
-/// Queries until one query completes, publishing each outcome into `shared`.
+/// Queries until one answer is complete, publishing each outcome into `shared` (an
+/// incomplete answer is published too: what it has is better than nothing meanwhile).
 fn refresh(shared: &Weak<Mutex<InstanceInfo>>, endpoint: &Endpoint, url: &str) {
+    let mut wait = RETRY_FIRST;
     loop {
         let outcome = query(endpoint);
         let Some(current) = shared.upgrade() else {
             return;
         };
-        let done = outcome.is_ok();
-        let info = outcome.unwrap_or_else(|error| InstanceInfo {
-            error: format!(
-                "instance metadata at {url}: {error} (retrying every {} s)",
-                RETRY_AFTER.as_secs()
-            ),
-            ..InstanceInfo::default()
-        });
+        let mut info = match outcome {
+            Ok(info) => info,
+            Err(error) => InstanceInfo {
+                error: format!("instance metadata at {url}: {error}"),
+                ..InstanceInfo::default()
+            },
+        };
+        let complete = info.error.is_empty();
+        if !complete {
+            info.error = format!("{} (retrying in {} s)", info.error, wait.as_secs());
+            log::warn!("{}", info.error);
+        }
         match current.lock() {
             Ok(mut slot) => *slot = info,
             Err(poisoned) => *poisoned.into_inner() = info,
         }
         drop(current);
-        if done {
+        if complete {
             return;
         }
-        std::thread::sleep(RETRY_AFTER);
+        std::thread::sleep(wait);
+        wait = (wait * 2).min(RETRY_MAX);
     }
 }
 

@@ -1,12 +1,24 @@
-//! Latency percentiles from sampled values.
+//! Latency percentiles from sampled values, in bounded memory.
 //!
 //! The runtime *sets* the latency counters to the latest execution's values, so the monitor
-//! samples them between reports (only on cores whose inference count moved) and summarizes the
-//! samples of each period. Values are microseconds in the slab and seconds in the report.
+//! samples them between reports (only on cores whose inference count moved, and only for
+//! processes whose rule reports `execution_stats`) and summarizes the samples of each period.
+//! A period keeps at most [`RESERVOIR_CAPACITY`] samples of each kind, a uniform random choice
+//! of all it saw (reservoir sampling), however long the period and however busy the process.
+//! Values are microseconds in the slab and seconds in the report.
 
 use crate::document::Percentiles;
 
-/// Samples collected since the last report, in microseconds.
+/// Samples kept per kind and period.
+pub const RESERVOIR_CAPACITY: usize = 1024;
+
+/// Upper bounds of the latency histogram's buckets, in seconds (100 µs to 10 s).
+pub const LATENCY_BUCKETS_SECONDS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// The samples of one period, in microseconds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LatencySamples {
     /// End-to-end latencies.
@@ -15,16 +27,87 @@ pub struct LatencySamples {
     pub device: Vec<u64>,
 }
 
-impl LatencySamples {
-    /// Adds one `(total, device)` sample.
-    pub fn push(&mut self, (total, device): (u64, u64)) {
-        self.total.push(total);
-        self.device.push(device);
+/// A uniform sample of at most [`RESERVOIR_CAPACITY`] values of a stream.
+#[derive(Clone, Debug)]
+struct Reservoir {
+    kept: Vec<u64>,
+    seen: u64,
+}
+
+impl Reservoir {
+    const fn new() -> Self {
+        Self {
+            kept: Vec::new(),
+            seen: 0,
+        }
     }
 
-    /// Takes the samples out, leaving the collection empty.
-    pub fn take(&mut self) -> Self {
-        std::mem::take(self)
+    /// Offers `value`; `random` is a fresh pseudo-random number.
+    fn offer(&mut self, value: u64, random: u64) {
+        self.seen += 1;
+        if self.kept.len() < RESERVOIR_CAPACITY {
+            self.kept.push(value);
+        } else if let Some(place) = usize::try_from(random % self.seen)
+            .ok()
+            .and_then(|index| self.kept.get_mut(index))
+        {
+            *place = value;
+        }
+    }
+
+    fn take(&mut self) -> Vec<u64> {
+        self.seen = 0;
+        std::mem::take(&mut self.kept)
+    }
+}
+
+/// The current period's latency samples of one process.
+#[derive(Clone, Debug)]
+pub struct LatencyReservoir {
+    total: Reservoir,
+    device: Reservoir,
+    state: u64,
+}
+
+impl Default for LatencyReservoir {
+    fn default() -> Self {
+        Self {
+            total: Reservoir::new(),
+            device: Reservoir::new(),
+            state: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+}
+
+impl LatencyReservoir {
+    /// Offers one `(total, device)` sample.
+    pub fn push(&mut self, (total, device): (u64, u64)) {
+        // xorshift64: cheap and good enough to pick which kept sample to replace.
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.total.offer(total, self.state);
+        self.device.offer(device, self.state.rotate_left(32));
+    }
+
+    /// Samples offered since the last [`take`](Self::take) (kept or not).
+    #[must_use]
+    pub fn seen(&self) -> u64 {
+        self.total.seen
+    }
+
+    /// Samples kept now, both kinds together.
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.total.kept.len() + self.device.kept.len()
+    }
+
+    /// The period's samples, starting the next period empty.
+    pub fn take(&mut self) -> LatencySamples {
+        LatencySamples {
+            total: self.total.take(),
+            device: self.device.take(),
+        }
     }
 }
 
@@ -55,6 +138,24 @@ pub fn percentiles(samples: &[u64]) -> Option<Percentiles> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reservoir_is_bounded_and_uniform_enough() {
+        let mut reservoir = LatencyReservoir::default();
+        for value in 0..100_000u64 {
+            reservoir.push((value, value / 2));
+        }
+        assert_eq!(reservoir.seen(), 100_000);
+        let samples = reservoir.take();
+        assert_eq!(samples.total.len(), RESERVOIR_CAPACITY);
+        assert_eq!(samples.device.len(), RESERVOIR_CAPACITY);
+        // A uniform choice of 0..100 000 has its median near 50 000.
+        let median = percentiles(&samples.total).unwrap().p50 * 1e6;
+        assert!((40_000.0..60_000.0).contains(&median), "{median}");
+        assert_eq!(reservoir.seen(), 0);
+        reservoir.push((7, 3));
+        assert_eq!(reservoir.take().total, [7]);
+    }
 
     #[test]
     fn nearest_rank() {

@@ -13,23 +13,34 @@
 //!
 //! [`prometheus::render`] turns a report into the Prometheus text format, with the metric names
 //! and labels of neuron-monitor's companion exporter, and [`serve`] answers scrapes over HTTP.
+//! [`terminal`] escapes what other processes wrote before any tool shows it.
 
 #![warn(missing_docs)]
 
+pub mod attachment;
 pub mod config;
+pub mod counters;
 pub mod document;
 pub mod error;
+pub mod families;
+pub mod feeds;
 pub mod groups;
 pub mod hardware;
 pub mod host;
 pub mod imds;
+pub mod labels;
 pub mod latency;
 pub mod monitor;
+pub mod process_metrics;
 pub mod prometheus;
+pub mod report;
+pub mod schedule;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod snapshot;
 pub mod source;
 pub mod system;
+pub mod terminal;
 
 pub use config::Plan;
 pub use document::MonitorDocument;

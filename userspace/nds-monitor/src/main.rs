@@ -1,28 +1,30 @@
 //! `nds-monitor`: neuron-monitor for the Neuron DataStore.
 
 mod cli;
+mod logger;
 
 use std::io::{self, Write};
 use std::net::TcpListener;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 
 use clap::Parser;
 use cli::{Cli, Command, Format};
-use nds_monitor::config::parse_period;
 use nds_monitor::hardware::HardwareTree;
-use nds_monitor::serve::serve;
-use nds_monitor::{prometheus, Error, HostSource, Monitor, Plan, Result, SlabSource, Source};
+use nds_monitor::prometheus::{exposition, LatestReport};
+use nds_monitor::serve::{serve, TlsFiles};
+use nds_monitor::{Error, HostSource, Monitor, Plan, Result, SlabSource, Source};
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use regex::Regex;
 
 fn plan(cli: &Cli) -> Result<Plan> {
-    let mut plan = match &cli.config {
+    let mut plan = match &cli.config_file {
         Some(path) => Plan::from_file(path)?,
         None => Plan::everything(nds_monitor::config::DEFAULT_PERIOD),
     };
-    if let Some(period) = &cli.period {
-        plan.set_period(parse_period(Some(period), Duration::ZERO)?);
+    if let Some(period) = cli.period {
+        plan.set_period(period);
     }
     if let Some(filter) = &cli.tag_filter {
         plan.tag_filter =
@@ -31,9 +33,8 @@ fn plan(cli: &Cli) -> Result<Plan> {
     Ok(plan)
 }
 
-fn run(cli: Cli) -> Result<()> {
-    let plan = plan(&cli)?;
-    let source = Source {
+fn source(cli: &Cli) -> Source {
+    Source {
         slabs: match &cli.slab_dir {
             Some(dir) => SlabSource::Files { dir: dir.clone() },
             None => SlabSource::Kernel {
@@ -48,80 +49,113 @@ fn run(cli: Cli) -> Result<()> {
             ..HostSource::default()
         },
         time_in_use_unit: cli.time_in_use_unit_ps.map(TimeInUseUnit::new),
-    };
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let plan = plan(&cli)?;
+    let source = source(&cli);
     // A malformed parameter stops the monitor here; later, a report says so in its group.
     source.time_in_use_unit()?;
-    let mut monitor = Monitor::new(source, plan, Instant::now());
+    log::info!(
+        "{} runtime rule(s), {} system group(s), shortest period {:?}",
+        plan.runtimes.len(),
+        plan.system.len(),
+        plan.shortest_period()
+    );
+    let monitor = Monitor::new(source, plan, Instant::now());
     // Said once at start and again whenever it changes; the documents carry it too.
     let mut no_device = monitor.source().no_device_reason();
     if let Some(reason) = &no_device {
-        eprintln!("nds-monitor: {reason}");
+        log::warn!("{reason}");
     }
     if let Some(Command::Serve {
         listen,
+        cert_file,
+        key_file,
         max_requests,
     }) = &cli.command
     {
+        let tls = match (cert_file, key_file) {
+            (Some(cert_file), Some(key_file)) => Some(
+                TlsFiles {
+                    cert_file: cert_file.clone(),
+                    key_file: key_file.clone(),
+                }
+                .acceptor()?,
+            ),
+            _ => None,
+        };
         let serve_error = |source| Error::Serve {
             address: listen.clone(),
             source,
         };
         let listener = TcpListener::bind(listen).map_err(serve_error)?;
         let address = listener.local_addr().map_err(serve_error)?;
-        println!("listening on http://{address}/metrics");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        println!("listening on {scheme}://{address}/metrics");
         io::stdout().flush().map_err(Error::Output)?;
-        return serve(&listener, &mut monitor, *max_requests).map_err(serve_error);
+        return serve(listener, monitor, tls, *max_requests).map_err(serve_error);
     }
-    let step = monitor.sampling_step();
+    let mut monitor = match cli.format {
+        Format::Prometheus => monitor.with_counters(),
+        Format::Json => monitor,
+    };
+    let mut latest = LatestReport::default();
     let mut printed = 0;
     let mut stdout = io::stdout().lock();
-    loop {
-        let now = Instant::now();
-        let document = match cli.format {
-            Format::Json => monitor.poll(now),
-            Format::Prometheus if monitor.is_due(now) => Some(monitor.report_all(now)),
+    let never = AtomicBool::new(false);
+    while let Some(document) = monitor.next_report(&never, |_| {}) {
+        let text = match cli.format {
+            Format::Json if cli.pretty => serde_json::to_string_pretty(&document)? + "\n",
+            Format::Json => serde_json::to_string(&document)? + "\n",
             Format::Prometheus => {
-                monitor.tick(now);
-                None
+                latest.update(document);
+                exposition(&latest, monitor.counters()) + "\n"
             }
         };
-        if let Some(document) = document {
-            let text = match cli.format {
-                Format::Json if cli.pretty => serde_json::to_string_pretty(&document)? + "\n",
-                Format::Json => serde_json::to_string(&document)? + "\n",
-                Format::Prometheus => prometheus::render(&document) + "\n",
-            };
-            stdout
-                .write_all(text.as_bytes())
-                .and_then(|()| stdout.flush())
-                .map_err(Error::Output)?;
-            printed += 1;
-            let now_no_device = monitor.source().no_device_reason();
-            if now_no_device != no_device {
-                if let Some(reason) = &now_no_device {
-                    eprintln!("nds-monitor: {reason}");
-                }
-                no_device = now_no_device;
+        stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(Error::Output)?;
+        printed += 1;
+        let now_no_device = monitor.source().no_device_reason();
+        if now_no_device != no_device {
+            if let Some(reason) = &now_no_device {
+                log::warn!("{reason}");
             }
-            if cli.count.is_some_and(|count| printed >= count) {
-                return match no_device {
-                    Some(_) => Err(Error::NoDevice),
-                    None => Ok(()),
-                };
-            }
+            no_device = now_no_device;
         }
-        let wait = monitor.until_due(Instant::now()).min(step);
-        std::thread::sleep(wait.max(Duration::from_millis(1)));
+        if cli.count.is_some_and(|count| printed >= count) {
+            return match no_device {
+                Some(_) => Err(Error::NoDevice),
+                None => Ok(()),
+            };
+        }
     }
+    Ok(())
+}
+
+/// Dies of SIGPIPE when the reader of standard output goes away, as Unix tools do (Rust
+/// ignores it, which turns a closed pipe into write errors).
+fn die_on_sigpipe() {
+    // SAFETY: restoring a signal's default disposition has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    logger::init(cli.verbose);
+    // An exporter outlives whoever reads its standard streams; a report stream does not.
+    if cli.command.is_none() {
+        die_on_sigpipe();
+    }
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
-        // The reader of a pipe went away: that is how `nds-monitor | head` ends.
+        // SIGPIPE is ignored after all (inherited): a closed pipe ends the stream quietly.
         Err(Error::Output(error)) if error.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("nds-monitor: {error}");
+            log::error!("{error}");
             ExitCode::FAILURE
         }
     }

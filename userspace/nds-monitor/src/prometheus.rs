@@ -5,25 +5,29 @@
 //! * the ecosystem's: the names and labels neuron-monitor's companion exporter
 //!   (`neuron-monitor-prometheus.py`) produces, which the CloudWatch agent and the
 //!   OpenTelemetry Container Insights receiver scrape: `neuroncore_utilization_ratio`,
-//!   `execution_status_total{status_type}`, `neuron_runtime_memory_used_bytes{memory_location}`,
+//!   `execution_status_total{status_type}` (with `execution_status_created`, as its client
+//!   library renders), `neuron_runtime_memory_used_bytes{memory_location}`,
 //!   `hardware_ecc_events_total`, `system_*`, the `instance_info` and `neuron_hardware_info`
 //!   info metrics, and the rest. Runtime series carry `runtime_tag` and, like every series,
-//!   the instance labels; NeuronCore indexes are instance-wide. Counters are lifetime totals
-//!   (of the process, or of the driver for ECC events); series of processes sharing a tag are
-//!   added up (latency percentiles: the larger).
-//! * this monitor's, prefixed `nds_`: per-status and usage counters per process and core from
-//!   its slab (`nds_runtime_*`) and the kernel's aggregates per device and core from sysfs
-//!   (`nds_device_*`), under the sysfs node names (`nds_abi::sysfs::SYSFS_COUNTERS`), with
-//!   `pid` so that processes sharing a tag stay apart.
+//!   the instance labels; NeuronCore indexes are instance-wide. Gauges of processes sharing a
+//!   tag are added up (latency percentiles: the larger).
+//! * this monitor's, prefixed `nds_`, named by the Prometheus naming guide: per-status and
+//!   usage counters per process and core from its slab (`nds_runtime_*`, with `pid` so that
+//!   processes sharing a tag stay apart), the kernel's aggregates per device and core from
+//!   sysfs (`nds_device_*`), busy time in seconds, sampled latencies as a histogram, and the
+//!   monitor's own `nds_monitor_*`.
+//!
+//! Gauges come from the latest report ([`LatestReport`]); every counter comes from the
+//! monitor's [`Counters`], monotonic for the life of the monitor.
 
 use std::fmt::Write;
 
-use nds_abi::sysfs::{CounterSource, SysfsCounter, SysfsGroup, SYSFS_COUNTERS};
-
+use crate::counters::{Counters, FamilyKind, Sample};
 use crate::document::{
-    CpuShares, ErrorSummary, ExecutionSummary, InstanceInfo, MonitorDocument, Percentiles,
-    RuntimeEntry, SystemData,
+    CpuShares, InstanceInfo, MonitorDocument, Percentiles, RuntimeEntry, SystemData,
 };
+use crate::labels::{self, with, Labels};
+use crate::process_metrics::ProcessMetrics;
 
 /// The media type of the exposition.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -51,14 +55,6 @@ const fn gauge<'a>(name: &'a str, help: &'static str) -> Spec<'a> {
     }
 }
 
-const fn counter<'a>(name: &'a str, help: &'static str) -> Spec<'a> {
-    Spec {
-        name,
-        help,
-        kind: "counter",
-    }
-}
-
 /// One metric family being assembled.
 struct Family {
     name: String,
@@ -74,9 +70,6 @@ struct Exposition {
     families: Vec<Family>,
 }
 
-/// A label set under construction.
-type Labels<'a> = Vec<(&'a str, String)>;
-
 impl Exposition {
     fn put(&mut self, spec: Spec<'_>, labels: &Labels<'_>, value: f64, combine: Combine) {
         let index = match self.families.iter().position(|f| f.name == spec.name) {
@@ -91,13 +84,7 @@ impl Exposition {
                 self.families.len() - 1
             }
         };
-        let mut sorted: Vec<&(&str, String)> = labels.iter().collect();
-        sorted.sort_by_key(|(name, _)| *name);
-        let rendered: Vec<String> = sorted
-            .iter()
-            .map(|(name, value)| format!("{name}=\"{}\"", escape(value)))
-            .collect();
-        let rendered = rendered.join(",");
+        let rendered = labels::render(labels);
         let Some(family) = self.families.get_mut(index) else {
             return;
         };
@@ -120,8 +107,7 @@ impl Exposition {
         self.put(spec, labels, value, Combine::Sum);
     }
 
-    fn render(&self) -> String {
-        let mut text = String::new();
+    fn render_into(&self, text: &mut String) {
         for family in &self.families {
             let _ = writeln!(text, "# HELP {} {}", family.name, family.help);
             let _ = writeln!(text, "# TYPE {} {}", family.name, family.kind);
@@ -129,16 +115,7 @@ impl Exposition {
                 let _ = writeln!(text, "{}{{{labels}}} {}", family.name, number(*value));
             }
         }
-        text
     }
-}
-
-/// Escapes a label value: backslash, double quote and line feed.
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 fn number(value: f64) -> String {
@@ -161,52 +138,16 @@ fn instance_labels(info: &InstanceInfo) -> Labels<'static> {
     ]
 }
 
-fn with<'a>(base: &Labels<'a>, more: &[(&'a str, &str)]) -> Labels<'a> {
-    let mut labels = base.clone();
-    labels.extend(more.iter().map(|&(name, value)| (name, value.to_owned())));
-    labels
-}
-
-/// The slab counter name a sysfs node sums.
-fn source_name(counter: &SysfsCounter) -> &'static str {
-    match counter.source {
-        CounterSource::Nc(nc) => nc.name(),
-        CounterSource::Ext(ext) => ext.name(),
-    }
-}
-
-fn error_types(errors: &ErrorSummary) -> [(&'static str, u64); 6] {
+/// Percentiles with the companion exporter's labels.
+fn percentiles(p: &Percentiles) -> [(&'static str, f64); 7] {
     [
-        ("generic", errors.generic),
-        ("numerical", errors.numerical),
-        ("transient", errors.transient),
-        ("model", errors.model),
-        ("runtime", errors.runtime),
-        ("hardware", errors.hardware),
-    ]
-}
-
-fn status_types(runs: &ExecutionSummary) -> [(&'static str, u64); 6] {
-    [
-        ("completed", runs.completed),
-        ("completed_with_err", runs.completed_with_err),
-        ("completed_with_num_err", runs.completed_with_num_err),
-        ("timed_out", runs.timed_out),
-        ("incorrect_input", runs.incorrect_input),
-        ("failed_to_queue", runs.failed_to_queue),
-    ]
-}
-
-/// Percentiles with the companion exporter's labels (`p50`) and quantiles (`0.5`).
-fn percentiles(p: &Percentiles) -> [(&'static str, &'static str, f64); 7] {
-    [
-        ("p0", "0", p.p0),
-        ("p1", "0.01", p.p1),
-        ("p25", "0.25", p.p25),
-        ("p50", "0.5", p.p50),
-        ("p75", "0.75", p.p75),
-        ("p99", "0.99", p.p99),
-        ("p100", "1", p.p100),
+        ("p0", p.p0),
+        ("p1", p.p1),
+        ("p25", p.p25),
+        ("p50", p.p50),
+        ("p75", p.p75),
+        ("p99", p.p99),
+        ("p100", p.p100),
     ]
 }
 
@@ -286,22 +227,8 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
         }
     }
     if let Some(stats) = &report.execution_stats {
-        for (error_type, count) in error_types(&stats.lifetime.error_summary) {
-            out.add(
-                counter("execution_errors_total", "Execution errors total"),
-                &with(&tag, &[("error_type", error_type)]),
-                count as f64,
-            );
-        }
-        for (status_type, count) in status_types(&stats.lifetime.execution_summary) {
-            out.add(
-                counter("execution_status_total", "Execution status total"),
-                &with(&tag, &[("status_type", status_type)]),
-                count as f64,
-            );
-        }
         if let Some(total) = &stats.latency_stats.total_latency {
-            for (percentile, _, seconds) in percentiles(total) {
+            for (percentile, seconds) in percentiles(total) {
                 out.put(
                     gauge("execution_latency_seconds", "Execution latency in seconds"),
                     &with(&tag, &[("percentile", percentile)]),
@@ -313,7 +240,7 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
     }
 }
 
-/// This monitor's runtime families of one process (state and slab counters).
+/// This monitor's gauges of one live process.
 fn nds_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labels<'static>) {
     let device = entry.neuron_device_index.to_string();
     let pid = entry.pid.to_string();
@@ -325,99 +252,25 @@ fn nds_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labels<'st
             ("neuron_device_index", &device),
         ],
     );
-    let state = if entry.error.is_empty() {
-        "ok"
-    } else {
-        "error"
-    };
     out.add(
         gauge(
             "nds_runtime_info",
-            "A process with a datastore slab (state error: released, reused or not attachable).",
+            "A process whose datastore slab the monitor reads.",
         ),
-        &with(&base, &[("state", state)]),
+        &base,
         1.0,
     );
-    let report = &entry.report;
-    if let Some(counters) = &report.nds_counters {
-        for (core, values) in &counters.neuroncores {
-            let labels = with(&base, &[("neuroncore", core)]);
-            for node in SYSFS_COUNTERS.iter() {
-                let raw = values.get(source_name(node)).map_or(0, |v| v.total);
-                let value = raw.wrapping_mul(node.scale) as f64;
-                match node.group {
-                    SysfsGroup::Status => out.add(
-                        counter(
-                            "nds_runtime_status_total",
-                            "Executions and errors per status since the process started.",
-                        ),
-                        &with(&labels, &[("status", node.name)]),
-                        value,
-                    ),
-                    SysfsGroup::OtherInfo => out.add(
-                        counter(
-                            &format!("nds_runtime_{}_total", node.name),
-                            "Usage counted since the process started (sysfs other_info node).",
-                        ),
-                        &labels,
-                        value,
-                    ),
-                }
-            }
-        }
-    }
-    if let Some(memory) = &report.memory_used {
+    if let Some(memory) = &entry.report.memory_used {
         out.add(
             gauge("nds_runtime_loaded_models", "Models loaded by the process."),
             &base,
             memory.loaded_models.len() as f64,
         );
     }
-    if let Some(stats) = &report.execution_stats {
-        let latencies = [
-            ("total", stats.latency_stats.total_latency),
-            ("device", stats.latency_stats.device_latency),
-        ];
-        for (kind, percentiles_of_kind) in latencies {
-            let Some(p) = percentiles_of_kind else {
-                continue;
-            };
-            for (_, quantile, seconds) in percentiles(&p) {
-                out.add(
-                    gauge(
-                        "nds_runtime_latency_seconds",
-                        "Execution latency quantiles over the last period (total and device).",
-                    ),
-                    &with(&base, &[("kind", kind), ("quantile", quantile)]),
-                    seconds,
-                );
-            }
-        }
-    }
 }
 
 /// The ecosystem's system families.
 fn ecosystem_system(out: &mut Exposition, system: &SystemData, instance: &Labels<'static>) {
-    if let Some(hw) = &system.neuron_hw_counters {
-        for device in &hw.lifetime {
-            let index = device.neuron_device_index.to_string();
-            for (event_type, count) in [
-                ("mem_ecc_corrected", device.mem_ecc_corrected),
-                ("mem_ecc_uncorrected", device.mem_ecc_uncorrected),
-                ("sram_ecc_corrected", device.sram_ecc_corrected),
-                ("sram_ecc_uncorrected", device.sram_ecc_uncorrected),
-            ] {
-                out.add(
-                    counter("hardware_ecc_events_total", "Hardware ecc events total"),
-                    &with(
-                        instance,
-                        &[("event_type", event_type), ("neuron_device_index", &index)],
-                    ),
-                    count as f64,
-                );
-            }
-        }
-    }
     if let Some(cpu) = &system.vcpu_usage {
         out.add(
             gauge("system_vcpu_count", "System vCPU count"),
@@ -473,58 +326,84 @@ fn ecosystem_system(out: &mut Exposition, system: &SystemData, instance: &Labels
     }
 }
 
-/// This monitor's device families: the kernel's aggregates from sysfs.
+/// This monitor's device gauges.
 fn nds_devices(out: &mut Exposition, system: &SystemData, instance: &Labels<'static>) {
     let Some(counters) = &system.neuron_counters else {
         return;
     };
     for device in &counters.neuron_devices {
         let index = device.neuron_device_index.to_string();
-        let labels = with(instance, &[("neuron_device_index", &index)]);
         out.add(
             gauge(
                 "nds_device_slots_owned",
                 "Datastore slabs currently owned by a process.",
             ),
-            &labels,
+            &with(instance, &[("neuron_device_index", &index)]),
             device.slots_owned as f64,
         );
-        for (core, nodes) in &device.neuroncores {
-            let labels = with(&labels, &[("neuroncore", core)]);
-            for (status, value) in &nodes.status {
-                out.add(
-                    counter(
-                        "nds_device_status_total",
-                        "The kernel's aggregate per status: released owners plus live ones.",
-                    ),
-                    &with(&labels, &[("status", status)]),
-                    value.total as f64,
+    }
+}
+
+/// Every series of `counters` the exposition shows, after the instance labels; a family
+/// with a `_created` companion is followed by it, as the companion exporter's client library
+/// renders it.
+fn render_counters(text: &mut String, counters: &Counters, instance: &str) {
+    let mut series = counters.exported().peekable();
+    while let Some(family) = series.peek().map(|first| first.family) {
+        let kind = match family.kind {
+            FamilyKind::Counter => "counter",
+            FamilyKind::Histogram(_) => "histogram",
+        };
+        let _ = writeln!(text, "# HELP {} {}", family.name, family.help);
+        let _ = writeln!(text, "# TYPE {} {kind}", family.name);
+        let mut created = String::new();
+        while let Some(one) = series.next_if(|next| next.family.name == family.name) {
+            let labels = labels::join(instance, one.labels);
+            let (name, labels) = match (one.sample, family.kind) {
+                (Sample::Bucket(bound), FamilyKind::Histogram(bounds)) => {
+                    let le = bounds
+                        .get(bound)
+                        .map_or_else(|| "+Inf".to_owned(), f64::to_string);
+                    let le = format!("le=\"{le}\"");
+                    (
+                        format!("{}_bucket", family.name),
+                        labels::join(&labels, &le),
+                    )
+                }
+                (Sample::Sum, _) => (format!("{}_sum", family.name), labels),
+                (Sample::Count, _) => (format!("{}_count", family.name), labels),
+                (Sample::Total | Sample::Bucket(_), _) => (family.name.to_owned(), labels),
+            };
+            let _ = writeln!(text, "{name}{{{labels}}} {}", number(one.value));
+            if let Some(created_name) = family.created {
+                let _ = writeln!(
+                    created,
+                    "{created_name}{{{labels}}} {}",
+                    number(one.created)
                 );
             }
-            for (name, value) in &nodes.other_info {
-                out.add(
-                    counter(
-                        &format!("nds_device_{name}_total"),
-                        "The kernel's aggregate of a usage counter (sysfs other_info node).",
-                    ),
-                    &labels,
-                    value.total as f64,
-                );
-            }
+        }
+        if let Some(created_name) = family.created {
+            let _ = writeln!(text, "# HELP {created_name} {}", family.help);
+            let _ = writeln!(text, "# TYPE {created_name} gauge");
+            text.push_str(&created);
         }
     }
 }
 
-/// Renders `document` (best made with every group present) as an exposition.
+/// Renders `document` (best the latest of every group, [`LatestReport`]) and the series of
+/// `counters` as an exposition.
 #[must_use]
-pub fn render(document: &MonitorDocument) -> String {
+pub fn render(document: &MonitorDocument, counters: Option<&Counters>) -> String {
     let mut out = Exposition::default();
     let instance = instance_labels(&document.instance_info);
-    for entry in document
-        .neuron_runtime_data
-        .iter()
-        .filter(|entry| entry.error.is_empty())
-    {
+    let live = || {
+        document
+            .neuron_runtime_data
+            .iter()
+            .filter(|entry| entry.error.is_empty())
+    };
+    for entry in live() {
         ecosystem_runtime(&mut out, entry, &instance);
     }
     ecosystem_system(&mut out, &document.system_data, &instance);
@@ -549,9 +428,79 @@ pub fn render(document: &MonitorDocument) -> String {
         ),
         1.0,
     );
-    for entry in &document.neuron_runtime_data {
+    for entry in live() {
         nds_runtime(&mut out, entry, &instance);
     }
     nds_devices(&mut out, &document.system_data, &instance);
-    out.render()
+    let mut text = String::new();
+    out.render_into(&mut text);
+    if let Some(counters) = counters {
+        render_counters(&mut text, counters, &labels::render(&instance));
+    }
+    text
+}
+
+/// The latest value of every group: a report has only the groups due, the exposition shows
+/// each group's latest period.
+#[derive(Clone, Debug, Default)]
+pub struct LatestReport {
+    document: MonitorDocument,
+}
+
+impl LatestReport {
+    /// The merged report.
+    #[must_use]
+    pub fn document(&self) -> &MonitorDocument {
+        &self.document
+    }
+
+    /// Takes `report` in: its processes are the live ones (each keeps the groups it had that
+    /// are not in `report`), ended slabs leave, and every system group it has replaces the
+    /// one before.
+    pub fn update(&mut self, report: MonitorDocument) {
+        let mut previous = std::mem::take(&mut self.document.neuron_runtime_data);
+        let mut merged = report;
+        merged
+            .neuron_runtime_data
+            .retain(|entry| entry.error.is_empty());
+        for entry in &mut merged.neuron_runtime_data {
+            let same = previous.iter().position(|old| {
+                (old.pid, &old.address, old.generation)
+                    == (entry.pid, &entry.address, entry.generation)
+            });
+            let Some(old) = same.map(|index| previous.swap_remove(index)) else {
+                continue;
+            };
+            let (now, old) = (&mut entry.report, old.report);
+            now.neuroncore_counters = now.neuroncore_counters.take().or(old.neuroncore_counters);
+            now.execution_stats = now.execution_stats.take().or(old.execution_stats);
+            now.memory_used = now.memory_used.take().or(old.memory_used);
+            now.neuron_runtime_vcpu_usage = now
+                .neuron_runtime_vcpu_usage
+                .take()
+                .or(old.neuron_runtime_vcpu_usage);
+            now.nds_counters = now.nds_counters.take().or(old.nds_counters);
+            now.process_info = now.process_info.take().or(old.process_info);
+        }
+        let (now, old) = (
+            &mut merged.system_data,
+            std::mem::take(&mut self.document.system_data),
+        );
+        now.neuron_hw_counters = now.neuron_hw_counters.take().or(old.neuron_hw_counters);
+        now.vcpu_usage = now.vcpu_usage.take().or(old.vcpu_usage);
+        now.memory_info = now.memory_info.take().or(old.memory_info);
+        now.neuron_counters = now.neuron_counters.take().or(old.neuron_counters);
+        self.document = merged;
+    }
+}
+
+/// The exposition an exporter serves: `latest`'s gauges, the series of `counters`, and the
+/// monitor's own process metrics.
+#[must_use]
+pub fn exposition(latest: &LatestReport, counters: Option<&Counters>) -> String {
+    let document = latest.document();
+    let mut text = render(document, counters);
+    let instance = labels::render(&instance_labels(&document.instance_info));
+    ProcessMetrics::current().render_into(&mut text, &instance);
+    text
 }

@@ -34,6 +34,15 @@ pub struct Owner {
     pub generation: Option<u64>,
 }
 
+/// A slab file as discovery found it: which file it is, and how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileState {
+    /// Its inode: a file removed and created again under the same name is another slab.
+    pub inode: u64,
+    /// Its length: a file shorter than what was mapped was truncated under the reader.
+    pub len: u64,
+}
+
 /// An owned slab found by discovery.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Candidate {
@@ -45,6 +54,8 @@ pub struct Candidate {
     pub backend: Backend,
     /// Human-readable location.
     pub address: String,
+    /// For a slab file, the file (`None` for the kernel's slabs).
+    pub file: Option<FileState>,
 }
 
 /// The slabs' source.
@@ -225,6 +236,7 @@ impl Source {
                                 },
                                 backend: Backend::device(&node),
                                 address: format!("{}:slot{}", node.display(), row.slot),
+                                file: None,
                             },
                         );
                     }
@@ -235,20 +247,30 @@ impl Source {
                     for entry in entries.filter_map(|entry| entry.ok()) {
                         let path = entry.path();
                         let parsed = entry.file_name().to_str().and_then(parse_slab_file_name);
-                        if let Some((device, pid)) = parsed {
-                            found.insert(
-                                SlabKey::File(path.clone()),
-                                Candidate {
-                                    device,
-                                    owner: Owner {
-                                        pid,
-                                        generation: None,
-                                    },
-                                    backend: Backend::file(&path),
-                                    address: path.display().to_string(),
+                        let Some((device, pid)) = parsed else {
+                            continue;
+                        };
+                        // Gone since the listing: nothing to attach.
+                        let Ok(metadata) = std::fs::metadata(&path) else {
+                            continue;
+                        };
+                        let file = FileState {
+                            inode: std::os::unix::fs::MetadataExt::ino(&metadata),
+                            len: metadata.len(),
+                        };
+                        found.insert(
+                            SlabKey::File(path.clone()),
+                            Candidate {
+                                device,
+                                owner: Owner {
+                                    pid,
+                                    generation: None,
                                 },
-                            );
-                        }
+                                backend: Backend::file(&path),
+                                address: path.display().to_string(),
+                                file: Some(file),
+                            },
+                        );
                     }
                 }
                 Err(error) => problems.push(format!("{}: {error}", dir.display())),

@@ -3,8 +3,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::process::{Command, Stdio};
 
 use common::*;
@@ -19,7 +18,7 @@ fn monitor(scratch: &Scratch) -> Command {
 
 /// The same with every group every `period`.
 fn monitor_every(scratch: &Scratch, period: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_nds-monitor"));
+    let mut command = Command::new(nds_monitor());
     command
         .arg("--slab-dir")
         .arg(scratch.slabs())
@@ -152,42 +151,25 @@ fn prometheus_output_parses_and_carries_the_counters() {
 fn serve_answers_metrics_over_http() {
     let scratch = Scratch::new("cli-serve");
     produce(&scratch.slabs(), 0, 5201, "served", 80);
-    let mut child = monitor(&scratch)
-        .args(["serve", "--listen", "127.0.0.1:0", "--max-requests", "2"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let address = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("{line:?}"))
-        .to_owned();
-    let get = |path: &str| {
-        let mut stream = TcpStream::connect(&address).unwrap();
-        write!(stream, "GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response
-    };
-    let missing = get("/nothing");
-    assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
-    let response = get("/metrics");
-    assert!(child.wait().unwrap().success());
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
-    assert!(head.contains("text/plain; version=0.0.4"));
-    let scrape = parse(body);
-    let info = value(
-        &scrape,
-        "nds_runtime_info",
-        &[("runtime_tag", "served"), ("state", "ok")],
+    let served = Served::start(monitor(&scratch).args(["serve", "--listen", "127.0.0.1:0"]));
+    let missing = served.get("/nothing");
+    assert!(missing.status.starts_with("HTTP/1.0 404"), "{missing:?}");
+    // Even the first exposition, before any period has passed, has the process.
+    let response = served.get("/metrics");
+    assert!(response.status.contains(" 200 "), "{response:?}");
+    assert_eq!(
+        response.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
     );
-    assert_eq!(info, 1.0);
+    let scrape = parse(&response.body);
+    assert_eq!(
+        value(&scrape, "nds_runtime_info", &[("runtime_tag", "served")]),
+        1.0
+    );
+    assert!(
+        served.stop_with(libc::SIGTERM).success(),
+        "SIGTERM is a clean exit"
+    );
 }
 
 #[test]
@@ -195,7 +177,7 @@ fn no_device_says_what_was_looked_for_and_fails_with_count() {
     let scratch = Scratch::new("cli-nodev");
     let dev = scratch.0.join("dev");
     std::fs::create_dir_all(&dev).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_nds-monitor"))
+    let output = Command::new(nds_monitor())
         .arg("--sysfs-root")
         .arg(scratch.sys())
         .arg("--dev-dir")
@@ -248,7 +230,7 @@ fn no_device_says_what_was_looked_for_and_fails_with_count() {
 
     // With a device, the same command succeeds.
     scratch.sysfs(1, 2, 0, 0);
-    let output = Command::new(env!("CARGO_BIN_EXE_nds-monitor"))
+    let output = Command::new(nds_monitor())
         .arg("--sysfs-root")
         .arg(scratch.sys())
         .arg("--dev-dir")
@@ -270,33 +252,15 @@ fn no_device_says_what_was_looked_for_and_fails_with_count() {
     );
 }
 
-/// The exposition of `serve` with a process per device of a 2 × 2 machine, as scraped.
+/// The exposition of `serve` with a process per device of a 2 × 2 machine, as scraped once
+/// every group was reported.
 fn served_exposition(scratch: &Scratch) -> String {
     scratch.sysfs(2, 2, 6, 1);
     scratch.hardware(2, 1);
     produce(&scratch.slabs(), 0, 5301, "promtool-a", 120);
     produce(&scratch.slabs(), 1, 5302, "promtool-b", 120);
-    let mut child = monitor(scratch)
-        .args(["serve", "--listen", "127.0.0.1:0", "--max-requests", "1"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let address = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("{line:?}"))
-        .to_owned();
-    let mut stream = TcpStream::connect(&address).unwrap();
-    write!(stream, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert!(child.wait().unwrap().success());
-    response.split_once("\r\n\r\n").unwrap().1.to_owned()
+    let served = Served::start(monitor(scratch).args(["serve", "--listen", "127.0.0.1:0"]));
+    served.scrape_until(|body| body.contains("\nsystem_vcpu_count{"))
 }
 
 /// The one finding promtool's linter has on our exposition: `system_vcpu_count`, the
@@ -465,31 +429,13 @@ fn prometheus_reports_measure_the_period_from_the_attach_not_from_the_report() {
     assert!(utilization > 0.0, "utilization {utilization}");
     assert_eq!(latencies, 7, "p0 … p100 of the sampled executions");
 
-    // serve: the first scrape too, because the monitor samples between scrapes.
-    let mut child = monitor_every(&scratch, "1s")
-        .args(["serve", "--listen", "127.0.0.1:0", "--max-requests", "1"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let address = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .unwrap()
-        .to_owned();
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    let mut stream = TcpStream::connect(&address).unwrap();
-    write!(stream, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert!(child.wait().unwrap().success());
+    // serve: the first report's exposition too, because the monitor samples between reports.
+    let served =
+        Served::start(monitor_every(&scratch, "1s").args(["serve", "--listen", "127.0.0.1:0"]));
+    let body = served.scrape_until(|body| body.contains("\nneuroncore_utilization_ratio{"));
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     writer.join().unwrap();
-    let (utilization, latencies) = live_measures(response.split_once("\r\n\r\n").unwrap().1);
+    let (utilization, latencies) = live_measures(&body);
     assert!(
         utilization > 0.0,
         "utilization {utilization} at the first scrape"

@@ -20,6 +20,11 @@ const SECOND: Duration = Duration::from_secs(1);
 /// named after this test process (so `/proc/<pid>/stat` exists), a driver tree gives ECC
 /// counters and the device type, and a fake metadata service on loopback gives the instance.
 fn full_document(scratch: &Scratch) -> MonitorDocument {
+    full_report(scratch).0
+}
+
+/// [`full_document`] with the monitor that made it (its counters for the exposition).
+fn full_report(scratch: &Scratch) -> (MonitorDocument, Monitor) {
     scratch.sysfs(2, 2, 9, 1);
     scratch.hardware(2, 4);
     let imds = FakeImds::start(false);
@@ -29,7 +34,7 @@ fn full_document(scratch: &Scratch) -> MonitorDocument {
     let mut source = scratch.source();
     source.host.instance_metadata = MetadataSetting::Endpoint(imds.url.clone());
     let t0 = Instant::now();
-    let mut monitor = Monitor::new(source, Plan::everything(SECOND), t0);
+    let mut monitor = Monitor::new(source, Plan::everything(SECOND), t0).with_counters();
     assert!(monitor.poll(t0).is_none(), "attaches; nothing is due yet");
     // The metadata is queried in the background: wait for it (bounded), without reporting.
     let mut waited = 0;
@@ -40,7 +45,8 @@ fn full_document(scratch: &Scratch) -> MonitorDocument {
     }
     produce_more(&scratch.slabs(), 0, pid, "contract-d0", 80);
     produce_more(&scratch.slabs(), 1, pid, "contract-d1", 80);
-    monitor.poll(t0 + SECOND).expect("every group is due")
+    let document = monitor.poll(t0 + SECOND).expect("every group is due");
+    (document, monitor)
 }
 
 fn entry_on(document: &MonitorDocument, device: u32) -> &RuntimeEntry {
@@ -138,7 +144,7 @@ fn a_document_missing_a_key_or_with_an_extra_one_in_a_fixed_record_fails_the_che
 #[test]
 fn device_one_processes_are_on_neuroncores_two_and_three_everywhere() {
     let scratch = Scratch::new("contract-index");
-    let document = full_document(&scratch);
+    let (document, monitor) = full_report(&scratch);
     for (device, keys) in [(0, ["0", "1"]), (1, ["2", "3"])] {
         let report = &entry_on(&document, device).report;
         let in_use: Vec<&str> = report
@@ -184,7 +190,7 @@ fn device_one_processes_are_on_neuroncores_two_and_three_everywhere() {
         assert_eq!(sysfs_keys, keys, "neuron_counters of device {device}");
     }
     // Prometheus: the ecosystem's and our families label the same instance-wide cores.
-    let exposition = nds_monitor::prometheus::render(&document);
+    let exposition = nds_monitor::prometheus::render(&document, monitor.counters());
     for family in [
         "neuroncore_utilization_ratio",
         "neuroncore_memory_usage_tensors",

@@ -190,3 +190,43 @@ fn off_means_off_and_a_bad_endpoint_is_refused() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("http://host[:port]"), "{stderr}");
 }
+
+#[test]
+fn a_required_field_that_failed_is_queried_again_until_it_comes() {
+    let scratch = Scratch::new("imds-retry");
+    let failures = Failures::default();
+    failures.lock().unwrap().insert("instance-id".to_owned(), 2);
+    let imds = FakeImds::start_failing(false, failures.clone());
+    let (monitor, _) = monitor_with(&scratch, MetadataSetting::Endpoint(imds.url.clone()));
+    // The first answer lacks the id and says so; the rest of it is there meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let first = loop {
+        let info = monitor.instance_info();
+        if !info.instance_type.is_empty() {
+            break info;
+        }
+        assert!(Instant::now() < deadline, "{info:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(first.instance_id, "");
+    assert!(first.error.contains("instance-id (HTTP 500)"), "{first:?}");
+    assert!(first.error.contains("retrying in 1 s"), "{first:?}");
+    // Retried (after 1 s, then 2 s): the id arrives and the error goes.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while monitor.instance_info().instance_id.is_empty() {
+        assert!(Instant::now() < deadline, "{:?}", monitor.instance_info());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let info = monitor.instance_info();
+    assert_eq!(info.instance_id, fake_instance()["instance-id"]);
+    assert_eq!(info.error, "");
+    assert_eq!(failures.lock().unwrap()["instance-id"], 0);
+    let tokens = imds
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(line, _)| line.starts_with("PUT /latest/api/token"))
+        .count();
+    assert_eq!(tokens, 3, "one query per attempt, each with a fresh token");
+}

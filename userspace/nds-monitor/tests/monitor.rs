@@ -296,7 +296,7 @@ fn a_slab_of_random_bytes_yields_a_valid_document() {
     let path = slab_path(&scratch.slabs(), 0, 4501);
     std::fs::write(&path, &bytes).unwrap();
     let t0 = Instant::now();
-    let mut monitor = scratch.monitor(t0);
+    let mut monitor = scratch.monitor(t0).with_counters();
     assert!(monitor.poll(t0).is_none());
     let document = monitor.poll(t0 + SECOND).unwrap();
     let entry = entry(&document, 4501);
@@ -304,7 +304,7 @@ fn a_slab_of_random_bytes_yields_a_valid_document() {
     assert!(entry.report.nds_counters.is_some());
     let values = vec![serde_json::to_value(&document).unwrap()];
     validate(&values);
-    let exposition = nds_monitor::prometheus::render(&document);
+    let exposition = nds_monitor::prometheus::render(&document, monitor.counters());
     assert!(exposition.contains("nds_runtime_status_total"));
 }
 
@@ -455,4 +455,46 @@ fn utilization_is_the_same_in_either_unit_when_producer_and_module_agree() {
             );
         }
     }
+}
+
+/// Latency samples held after `ticks` ticks with an inference (and a latency) before each,
+/// and no report, for a monitor following `plan`.
+fn latency_samples_after(name: &str, plan: Plan, ticks: u64) -> usize {
+    use nds_abi::counters::NcCounter;
+    let scratch = Scratch::new(name);
+    produce(&scratch.slabs(), 0, 4701, "busy", 10);
+    let store =
+        nds::Datastore::open(&nds::Backend::file(slab_path(&scratch.slabs(), 0, 4701)), 0).unwrap();
+    let t0 = Instant::now();
+    let mut monitor = Monitor::new(scratch.source(), plan, t0);
+    for tick in 0..ticks {
+        store
+            .set_nc_counter(0, NcCounter::LatencyTotal.index(), 1_000 + tick)
+            .unwrap();
+        store
+            .increment_nc_counter(0, NcCounter::InferenceCount.index(), 1)
+            .unwrap();
+        // Never due: the period is a day.
+        monitor.tick(t0 + Duration::from_millis(tick));
+    }
+    monitor.latency_samples_held()
+}
+
+#[test]
+fn latency_samples_are_bounded_and_kept_only_when_wanted() {
+    let day = Duration::from_secs(86_400);
+    let held = latency_samples_after("latency-bounded", Plan::everything(day), 3_000);
+    assert_eq!(
+        held,
+        2 * nds_monitor::latency::RESERVOIR_CAPACITY,
+        "total and device"
+    );
+    let mut without = Plan::everything(day);
+    without.runtimes[0]
+        .groups
+        .retain(|&(group, _)| group != nds_monitor::config::RuntimeGroup::ExecutionStats);
+    assert_eq!(latency_samples_after("latency-unwanted", without, 300), 0);
+    let mut filtered = Plan::everything(day);
+    filtered.tag_filter = Some(Regex::new("^other$").unwrap());
+    assert_eq!(latency_samples_after("latency-filtered", filtered, 300), 0);
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use nds_monitor::MonitorDocument;
-use ratatui::crossterm::event::KeyCode;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::view::{self, Tab, View};
 
@@ -98,6 +98,16 @@ impl App {
     fn clamp_selection(&mut self) {
         let len = self.tree().len();
         self.selected = self.selected.min(len.saturating_sub(1));
+    }
+
+    /// Applies one key event: Ctrl-C quits (the terminal is raw, so no signal comes), any
+    /// other key as [`App::handle_key`].
+    pub fn handle_event(&mut self, event: KeyEvent) {
+        if event.modifiers.contains(KeyModifiers::CONTROL) && event.code == KeyCode::Char('c') {
+            self.quit = true;
+        } else {
+            self.handle_key(event.code);
+        }
     }
 
     /// Applies one key press.

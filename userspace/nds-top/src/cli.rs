@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use nds_monitor::config::period_argument;
+use nds_monitor::hardware::DEFAULT_HARDWARE_ROOT;
 use nds_monitor::imds::MetadataSetting;
 use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
 
@@ -14,8 +16,8 @@ use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
 #[derive(Debug, Parser)]
 #[command(name = "nds-top", version, about)]
 pub struct Cli {
-    /// Refresh period.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    /// Refresh period (e.g. `1s`, `500ms`; 1 ms to a day).
+    #[arg(long, default_value = "1s", value_parser = period_argument)]
     pub period: Duration,
     /// Print one frame as plain text after one period, then exit.
     #[arg(long)]
@@ -46,6 +48,9 @@ pub struct Cli {
     /// The module's directory (its parameters, and whether it is loaded).
     #[arg(long, default_value = DEFAULT_MODULE_DIR)]
     pub module_dir: PathBuf,
+    /// Root of the Neuron driver's sysfs devices (device type, where present).
+    #[arg(long, default_value = DEFAULT_HARDWARE_ROOT)]
+    pub hardware_sysfs_root: PathBuf,
     /// EC2 instance metadata for the title bar: `auto` (queried only if DMI says this is an
     /// EC2 instance), `off`, or an `http://HOST[:PORT]` endpoint to query.
     #[arg(

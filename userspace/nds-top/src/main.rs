@@ -2,19 +2,20 @@
 
 mod cli;
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use cli::Cli;
+use nds_monitor::hardware::HardwareTree;
 use nds_monitor::{HostSource, Monitor, Plan, SlabSource, Source};
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
 fn interactive(mut monitor: Monitor, period: Duration) -> io::Result<()> {
-    let mut terminal = ratatui::init();
+    let mut terminal = ratatui::try_init()?;
     let mut app = App::new(monitor.report_all(Instant::now()));
     let mut next = Instant::now() + period;
     let result = loop {
@@ -25,7 +26,7 @@ fn interactive(mut monitor: Monitor, period: Duration) -> io::Result<()> {
         match event::poll(wait) {
             Ok(true) => match event::read() {
                 Ok(Event::Key(key)) if key.kind == KeyEventKind::Press => {
-                    app.handle_key(key.code);
+                    app.handle_event(key);
                     if app.quit {
                         break Ok(());
                     }
@@ -45,8 +46,23 @@ fn interactive(mut monitor: Monitor, period: Duration) -> io::Result<()> {
     result
 }
 
+/// Dies of SIGPIPE when the reader of standard output goes away, as Unix tools do.
+fn die_on_sigpipe() {
+    // SAFETY: restoring a signal's default disposition has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    die_on_sigpipe();
+    let terminal = io::stdin().is_terminal() && io::stdout().is_terminal();
+    if !(cli.once || terminal) {
+        eprintln!(
+            "nds-top: the interactive view needs a terminal on standard input and output \
+             (--once prints one frame as text)"
+        );
+        return ExitCode::FAILURE;
+    }
     let source = Source {
         slabs: match &cli.slab_dir {
             Some(dir) => SlabSource::Files { dir: dir.clone() },
@@ -57,6 +73,7 @@ fn main() -> ExitCode {
         sysfs: SysfsRoot::new(&cli.sysfs_root),
         host: HostSource {
             module_dir: cli.module_dir.clone(),
+            hardware: HardwareTree::new(&cli.hardware_sysfs_root),
             instance_metadata: cli.instance_metadata.clone(),
             ..HostSource::default()
         },

@@ -4,6 +4,7 @@ use nds_monitor::document::{
     CoreMemory, ErrorSummary, ExecutionSummary, HostBreakdown, MonitorDocument, RuntimeEntry,
 };
 use nds_monitor::groups::{cores_per_device, CoreIndexing};
+use nds_monitor::terminal::escape;
 
 /// A tab of the tab bar.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,7 +69,7 @@ pub fn tabs(document: &MonitorDocument) -> Vec<Tab> {
         pid: None,
     }];
     tabs.extend(live(document).map(|entry| Tab {
-        title: entry.neuron_runtime_tag.clone(),
+        title: escape(&entry.neuron_runtime_tag),
         pid: Some(entry.pid),
     }));
     tabs
@@ -186,7 +187,11 @@ pub fn view(document: &MonitorDocument, tab: usize) -> View {
                 let running = if model.is_running { " *" } else { "" };
                 view.models.push(ModelNode {
                     key: format!("{}:{}", entry.pid, model.model_id),
-                    label: format!("{} #{}{owner}{running}", model.name, model.model_id),
+                    label: format!(
+                        "{} #{}{owner}{running}",
+                        escape(&model.name),
+                        model.model_id
+                    ),
                     children: model
                         .subgraphs
                         .iter()
@@ -212,7 +217,7 @@ pub fn view(document: &MonitorDocument, tab: usize) -> View {
         .neuron_runtime_data
         .iter()
         .filter(|entry| !entry.error.is_empty())
-        .map(|entry| format!("pid {}: {}", entry.pid, entry.error))
+        .map(|entry| format!("pid {}: {}", entry.pid, escape(&entry.error)))
         .collect();
     view
 }

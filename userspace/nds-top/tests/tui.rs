@@ -11,7 +11,7 @@ use nds_loadgen::{Recorder, StatusMix, Tally};
 use nds_monitor::{HostSource, Monitor, MonitorDocument, Plan, SlabSource, Source};
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};
-use ratatui::crossterm::event::KeyCode;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 struct Scratch(PathBuf);
 
@@ -199,4 +199,38 @@ fn a_new_report_keeps_the_selected_process() {
     reordered.neuron_runtime_data.reverse();
     app.update(reordered);
     assert_eq!(app.tabs()[app.tab].title, "serving-a");
+}
+
+#[test]
+fn ctrl_c_quits_and_c_alone_does_not() {
+    let (_scratch, document) = document();
+    let mut app = App::new(document);
+    app.handle_event(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::NONE));
+    assert!(!app.quit);
+    app.handle_event(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    assert!(app.quit, "Ctrl-C quits (a raw terminal sends no SIGINT)");
+}
+
+#[test]
+fn control_characters_from_a_slab_never_reach_the_screen() {
+    let (_scratch, mut document) = document();
+    let evil = "tag\x1b]0;owned\x07\x1b[2J\u{202e}desrever";
+    for entry in &mut document.neuron_runtime_data {
+        entry.neuron_runtime_tag = evil.to_owned();
+        if let Some(memory) = entry.report.memory_used.as_mut() {
+            for model in &mut memory.loaded_models {
+                model.name = "model\x1b[31mred".to_owned();
+            }
+        }
+    }
+    let mut app = App::new(document);
+    app.handle_key(KeyCode::Char('x'));
+    let text = screen(&app);
+    assert!(
+        !text.contains(|c: char| c != '\n' && nds_monitor::terminal::is_unsafe(c)),
+        "{text:?}"
+    );
+    assert!(text.contains("tag\\x1b"), "{text}");
+    assert!(text.contains("\\u{202e}desrever"), "{text}");
+    assert!(text.contains("model\\x1b[31mred"), "{text}");
 }

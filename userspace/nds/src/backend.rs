@@ -14,6 +14,7 @@ use nds_abi::layout::{NDS_REQUIRED_SIZE, NEURON_DATASTORE_SIZE};
 
 use crate::error::{Error, Result};
 use crate::slab::{RegionMap, SlabView};
+use crate::truncation::TruncationGuard;
 
 /// The source of a datastore slab.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,6 +109,8 @@ pub(crate) struct Mapping {
     // Kept only to unmap on drop; all access goes through `view`.
     memory: Option<MappedMemory>,
     lease: Option<DeviceLease>,
+    /// For a slab file: its range in the SIGBUS handler's registry (a file can shrink).
+    truncation: Option<TruncationGuard>,
 }
 
 impl Mapping {
@@ -175,7 +178,15 @@ impl Mapping {
         if mapped_len < NDS_REQUIRED_SIZE {
             return Err(Error::SlabTooSmall { size: file_len });
         }
-        Self::new(map(&file, 0, mapped_len, writable)?, None)
+        let memory = map(&file, 0, mapped_len, writable)?;
+        let (base, len) = match &memory {
+            MappedMemory::ReadOnly(map) => (map.as_ptr(), map.len()),
+            MappedMemory::ReadWrite(map) => (map.as_ptr(), map.len()),
+        };
+        let truncation = TruncationGuard::register(base, len, writable);
+        let mut mapping = Self::new(memory, None)?;
+        mapping.truncation = Some(truncation);
+        Ok(mapping)
     }
 
     /// Wraps a fresh mapping, which must cover the region map.
@@ -205,6 +216,7 @@ impl Mapping {
             view,
             memory: Some(memory),
             lease,
+            truncation: None,
         })
     }
 
@@ -224,8 +236,17 @@ impl Mapping {
         unsafe { RegionMap::new(&self.view) }
     }
 
+    /// Whether the slab file shrank under the mapping (its vanished pages now read as zeros).
+    pub(crate) fn truncated(&self) -> bool {
+        self.truncation
+            .as_ref()
+            .is_some_and(TruncationGuard::truncated)
+    }
+
     /// Unmaps the slab, then releases it to the driver and closes the node.
     pub(crate) fn close(&mut self) -> Result<()> {
+        // Out of the handler's registry before the range can be mapped again by anyone.
+        drop(self.truncation.take());
         drop(self.memory.take());
         self.view = empty_view();
         match self.lease.take() {

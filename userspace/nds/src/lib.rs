@@ -39,6 +39,7 @@ mod snapshot;
 mod status_sink;
 #[cfg(test)]
 mod test_support;
+mod truncation;
 
 pub use nds_abi as abi;
 

@@ -114,6 +114,14 @@ impl Reader {
         self.slab().len()
     }
 
+    /// Whether the slab file shrank under this handle (someone truncated it): from the first
+    /// page found missing on, the mapping reads zeros instead of raising SIGBUS, so nothing read
+    /// since belongs to the owner. Always `false` for the device backend.
+    #[must_use]
+    pub fn file_truncated(&self) -> bool {
+        self.mapping.truncated()
+    }
+
     /// The kernel-maintained slab generation (see
     /// [`SLAB_GENERATION_OFFSET`](nds_abi::layout::SLAB_GENERATION_OFFSET)): odd while the slab
     /// is owned, even while free. `None` if the mapping is too short to contain it (small files).

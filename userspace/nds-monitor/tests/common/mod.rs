@@ -5,6 +5,9 @@
 
 #![allow(dead_code)] // Each test binary uses a different subset.
 
+pub mod served;
+#[allow(unused_imports)] // Each test binary uses a different subset.
+pub use served::{exchange, nds_monitor, request, tool, Response, Served};
 pub mod shape;
 
 use std::collections::BTreeMap;
@@ -283,6 +286,10 @@ pub struct FakeImds {
     thread: Option<JoinHandle<()>>,
 }
 
+/// Answers of the fake service that fail on purpose: metadata path, and how many more GETs of
+/// it answer 500.
+pub type Failures = Arc<Mutex<BTreeMap<String, usize>>>;
+
 /// Request lines with their token header.
 pub type RequestLog = Mutex<Vec<(String, Option<String>)>>;
 
@@ -308,6 +315,11 @@ pub fn fake_instance() -> BTreeMap<&'static str, &'static str> {
 
 impl FakeImds {
     pub fn start(hang: bool) -> Self {
+        Self::start_failing(hang, Failures::default())
+    }
+
+    /// A service whose first GETs of some paths fail with 500 (`failures`).
+    pub fn start_failing(hang: bool, failures: Failures) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap().to_string();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -324,7 +336,7 @@ impl FakeImds {
                     held.push(stream);
                     continue;
                 }
-                let _ = answer(stream, &log);
+                let _ = answer(stream, &log, &failures);
             }
         });
         Self {
@@ -348,7 +360,7 @@ impl Drop for FakeImds {
     }
 }
 
-fn answer(stream: TcpStream, log: &RequestLog) -> std::io::Result<()> {
+fn answer(stream: TcpStream, log: &RequestLog, failures: &Failures) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut request = String::new();
     reader.read_line(&mut request)?;
@@ -375,6 +387,19 @@ fn answer(stream: TcpStream, log: &RequestLog) -> std::io::Result<()> {
         (Some("GET"), Some(path)) if token.as_deref() != Some(FAKE_TOKEN) => {
             let _ = path;
             ("401 Unauthorized", String::new())
+        }
+        (Some("GET"), Some(path))
+            if failures
+                .lock()
+                .unwrap()
+                .get_mut(path.trim_start_matches("/latest/meta-data/"))
+                .is_some_and(|left| {
+                    let fail = *left > 0;
+                    *left = left.saturating_sub(1);
+                    fail
+                }) =>
+        {
+            ("500 Internal Server Error", String::new())
         }
         (Some("GET"), Some(path)) => match path
             .strip_prefix("/latest/meta-data/")

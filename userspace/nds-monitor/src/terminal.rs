@@ -1,9 +1,11 @@
-//! Text from slabs and command lines on its way to a terminal.
+//! Text from slabs and command lines on its way to a terminal, for every tool that shows it
+//! (nds-monitor's messages, nds-top, nds-ls).
 //!
-//! A tag is whatever bytes its process stored, and a command line whatever its process was
-//! given: an escape sequence in either would be run by the terminal that shows it. Every
-//! control character (C0, DEL, C1) and every bidirectional-formatting character (which
-//! reorders what follows it on screen) is therefore printed as an escape, never as itself.
+//! A tag or a model name is whatever bytes its process stored, and a command line whatever
+//! its process was given: an escape sequence in any of them would be run by the terminal that
+//! shows it. Every control character (C0, DEL, C1) and every bidirectional-formatting
+//! character (which reorders what follows it on screen) is therefore printed as an escape,
+//! never as itself.
 
 /// Characters that change what a terminal shows rather than showing themselves: controls, and
 /// the bidirectional marks, embeddings, overrides and isolates.
@@ -16,7 +18,7 @@ pub fn is_unsafe(c: char) -> bool {
     c.is_control() || bidirectional
 }
 
-/// One character as the table prints it: a backslash escape for [`is_unsafe`] characters and
+/// One character as a terminal is shown it: a backslash escape for [`is_unsafe`] characters and
 /// for the backslash itself (so that an escape cannot be forged), the character otherwise.
 fn escaped(c: char) -> String {
     match c {

@@ -1,0 +1,253 @@
+//! The HTTP side of `serve`: hyper on a single-threaded tokio runtime, answering from the
+//! published exposition only.
+//!
+//! Every connection is its own task, so a client that is slow to send or never reads holds
+//! nothing but its connection, and each connection is bounded: its request head must arrive
+//! within [`LIMITS`]' `head_timeout` (hyper's header-read timeout, which also ends an idle
+//! keep-alive connection), fit in `max_head_bytes` (hyper answers 431 beyond), and its answer
+//! be read within `write_timeout` ([`Deadline`]); a TLS handshake gets `handshake_timeout`.
+//! At most `max_connections` are served at once; more are closed when accepted.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{watch, Semaphore};
+use tokio_rustls::TlsAcceptor;
+
+use super::deadline::Deadline;
+use super::Published;
+use crate::prometheus::CONTENT_TYPE as EXPOSITION_TYPE;
+
+/// What bounds one connection.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Time for a request's line and headers to arrive (and for an idle keep-alive
+    /// connection to send its next request).
+    pub head_timeout: Duration,
+    /// Time for a response to be read by the client, from its first byte.
+    pub write_timeout: Duration,
+    /// Time for a TLS handshake.
+    pub handshake_timeout: Duration,
+    /// Bytes of request line and headers (hyper's smallest read buffer).
+    pub max_head_bytes: usize,
+    /// Header lines.
+    pub max_headers: usize,
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// How long in-flight requests may finish after SIGTERM.
+    pub shutdown_grace: Duration,
+}
+
+/// The limits of `serve`.
+pub const LIMITS: Limits = Limits {
+    head_timeout: Duration::from_secs(10),
+    write_timeout: Duration::from_secs(10),
+    handshake_timeout: Duration::from_secs(10),
+    max_head_bytes: 8192,
+    max_headers: 64,
+    max_connections: 256,
+    shutdown_grace: Duration::from_secs(2),
+};
+
+const TEXT: &str = "text/plain; charset=utf-8";
+
+fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(TEXT));
+    response
+}
+
+/// The answer to `request`, from what is published; nothing else is read or changed.
+fn respond(request: &Request<Incoming>, published: &Published) -> Response<Full<Bytes>> {
+    let path = request.uri().path();
+    let known = matches!(path, "/" | "/metrics" | "/healthz");
+    if !known {
+        return text(StatusCode::NOT_FOUND, format!("not found: {path}\n"));
+    }
+    if !matches!(*request.method(), Method::GET | Method::HEAD) {
+        let mut response = text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{} is not served; GET or HEAD\n", request.method()),
+        );
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    match path {
+        "/metrics" => {
+            let mut response = Response::new(Full::new(published.exposition()));
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static(EXPOSITION_TYPE));
+            response
+        }
+        "/healthz" => match published.health() {
+            Ok(()) => text(StatusCode::OK, "ok\n".to_owned()),
+            Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+        },
+        _ => text(
+            StatusCode::OK,
+            "nds-monitor: the exposition at /metrics, health at /healthz\n".to_owned(),
+        ),
+    }
+}
+
+/// What every connection task shares.
+struct Shared {
+    published: Arc<Published>,
+    tls: Option<TlsAcceptor>,
+    /// Requests answered, and how many to answer before shutting down.
+    answered: AtomicUsize,
+    max_requests: Option<usize>,
+    shutdown: watch::Sender<bool>,
+}
+
+impl Shared {
+    fn answered_one(&self) {
+        let answered = self.answered.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.max_requests.is_some_and(|max| answered >= max) {
+            self.shutdown.send_replace(true);
+        }
+    }
+}
+
+/// Returns once the shutdown flag is set.
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    // An error means the sender is gone, which also means stopping.
+    let _ = shutdown.wait_for(|&stop| stop).await;
+}
+
+/// Serves one connection until it ends, fails, times out or the server shuts down.
+async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let io = Deadline::new(stream, LIMITS.write_timeout);
+    match shared.tls.clone() {
+        None => http(TokioIo::new(io), peer, shared).await,
+        Some(acceptor) => {
+            match tokio::time::timeout(LIMITS.handshake_timeout, acceptor.accept(io)).await {
+                Ok(Ok(stream)) => http(TokioIo::new(stream), peer, shared).await,
+                Ok(Err(error)) => log::debug!("{peer}: TLS handshake: {error}"),
+                Err(_) => log::debug!("{peer}: TLS handshake timed out"),
+            }
+        }
+    }
+}
+
+async fn http<I>(io: I, peer: SocketAddr, shared: Arc<Shared>)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let mut shutdown = shared.shutdown.subscribe();
+    let service_shared = Arc::clone(&shared);
+    let service = service_fn(move |request: Request<Incoming>| {
+        let response = respond(&request, &service_shared.published);
+        log::trace!(
+            "{peer}: {} {} {}",
+            request.method(),
+            request.uri(),
+            response.status()
+        );
+        service_shared.answered_one();
+        async move { Ok::<_, Infallible>(response) }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(LIMITS.head_timeout)
+        .max_buf_size(LIMITS.max_head_bytes)
+        .max_headers(LIMITS.max_headers);
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    let outcome = tokio::select! {
+        outcome = connection.as_mut() => outcome,
+        () = stopped(&mut shutdown) => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(error) = outcome {
+        log::debug!("{peer}: {error}");
+    }
+}
+
+/// Accepts connections on `listener` until SIGTERM or SIGINT, or `max_requests` answers;
+/// then lets in-flight requests finish (for at most the shutdown grace).
+pub async fn run(
+    listener: std::net::TcpListener,
+    published: Arc<Published>,
+    tls: Option<TlsAcceptor>,
+    max_requests: Option<usize>,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let listener = TcpListener::from_std(listener)?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let (shutdown, mut stopping) = watch::channel(false);
+    let shared = Arc::new(Shared {
+        published,
+        tls,
+        answered: AtomicUsize::new(0),
+        max_requests,
+        shutdown,
+    });
+    let permits = Arc::new(Semaphore::new(LIMITS.max_connections));
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => match Arc::clone(&permits).try_acquire_owned() {
+                    Ok(permit) => {
+                        let shared = Arc::clone(&shared);
+                        tokio::spawn(async move {
+                            connection(stream, peer, shared).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => log::debug!(
+                        "{peer}: closed, {} connections are open already",
+                        LIMITS.max_connections
+                    ),
+                },
+                // Out of descriptors, or the client gave up: accepting again later may work.
+                Err(error) => {
+                    log::warn!("accept: {error}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            _ = terminate.recv() => {
+                log::info!("SIGTERM: stopping");
+                break;
+            }
+            _ = interrupt.recv() => {
+                log::info!("SIGINT: stopping");
+                break;
+            }
+            () = stopped(&mut stopping) => break,
+        }
+    }
+    shared.shutdown.send_replace(true);
+    let all = u32::try_from(LIMITS.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(LIMITS.shutdown_grace, permits.acquire_many(all))
+        .await
+        .is_err()
+    {
+        log::info!("connections still open after the shutdown grace were closed");
+    }
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! `serve`: the monitor as a Prometheus exporter over HTTP or HTTPS.
+//!
+//! The calling thread runs the monitor on its own schedule, exactly as the JSON mode does:
+//! it ticks, reports whenever a group is due, merges the report into the latest of every
+//! group ([`LatestReport`]) and publishes the rendered exposition. A thread of its own serves
+//! HTTP ([`http`]) and only ever hands out the last published exposition, so any number of
+//! scrapers see the same windows, and no request changes anything. `/healthz` answers 200
+//! while the sampling loop has ticked within two of the plan's shortest periods.
+
+mod deadline;
+pub mod http;
+pub mod tls;
+
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio_rustls::TlsAcceptor;
+
+use crate::monitor::Monitor;
+use crate::prometheus::{exposition, LatestReport};
+
+pub use tls::{TlsError, TlsFiles};
+
+/// What the sampling loop publishes for the HTTP side.
+#[derive(Debug)]
+pub struct Published {
+    exposition: Mutex<Bytes>,
+    started: Instant,
+    /// Milliseconds after `started` of the last tick.
+    last_tick: AtomicU64,
+    /// How stale the last tick may be for `/healthz` to answer 200.
+    healthy_within: Duration,
+}
+
+impl Published {
+    fn new(text: String, healthy_within: Duration) -> Self {
+        Self {
+            exposition: Mutex::new(Bytes::from(text)),
+            started: Instant::now(),
+            last_tick: AtomicU64::new(0),
+            healthy_within,
+        }
+    }
+
+    /// The last published exposition (a reference-counted copy).
+    #[must_use]
+    pub fn exposition(&self) -> Bytes {
+        match self.exposition.lock() {
+            Ok(text) => text.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn publish(&self, text: String) {
+        let text = Bytes::from(text);
+        match self.exposition.lock() {
+            Ok(mut slot) => *slot = text,
+            Err(poisoned) => *poisoned.into_inner() = text,
+        }
+    }
+
+    fn ticked(&self) {
+        let elapsed = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_tick.store(elapsed, Ordering::Relaxed);
+    }
+
+    /// `Ok` while the sampling loop ticked recently enough; why not otherwise.
+    ///
+    /// # Errors
+    ///
+    /// How long ago the last tick was, when that is too long.
+    pub fn health(&self) -> Result<(), String> {
+        let last = Duration::from_millis(self.last_tick.load(Ordering::Relaxed));
+        let since = self.started.elapsed().saturating_sub(last);
+        if since <= self.healthy_within {
+            Ok(())
+        } else {
+            Err(format!(
+                "the sampling loop last advanced {:.1} s ago (limit {:.1} s)",
+                since.as_secs_f64(),
+                self.healthy_within.as_secs_f64()
+            ))
+        }
+    }
+}
+
+/// Sets the flag when dropped: the sampling loop stops with the HTTP side, however it ends.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs `monitor` and serves its exposition on `listener` (over TLS with `tls`) until SIGTERM
+/// or SIGINT, or until `max_requests` requests were answered.
+///
+/// # Errors
+///
+/// The HTTP side could not start (its runtime, its signal handlers or the listener).
+pub fn serve(
+    listener: TcpListener,
+    monitor: Monitor,
+    tls: Option<TlsAcceptor>,
+    max_requests: Option<usize>,
+) -> std::io::Result<()> {
+    let mut monitor = monitor.with_counters();
+    let mut latest = LatestReport::default();
+    latest.update(monitor.report_processes(Instant::now()));
+    let healthy_within = 2 * monitor.plan().shortest_period();
+    let published = Arc::new(Published::new(
+        exposition(&latest, monitor.counters()),
+        healthy_within,
+    ));
+    published.ticked();
+    let stop = Arc::new(AtomicBool::new(false));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let server = {
+        let published = Arc::clone(&published);
+        let stop = StopOnDrop(Arc::clone(&stop));
+        std::thread::Builder::new()
+            .name("http".into())
+            .spawn(move || {
+                let _stop = stop;
+                runtime.block_on(http::run(listener, published, tls, max_requests))
+            })?
+    };
+    while let Some(report) = monitor.next_report(&stop, |_| published.ticked()) {
+        latest.update(report);
+        published.publish(exposition(&latest, monitor.counters()));
+    }
+    server
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the HTTP thread panicked")))
+}

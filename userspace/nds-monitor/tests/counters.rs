@@ -1,0 +1,158 @@
+//! The exporter's counters only go up: processes sharing a tag add up, a process that ends
+//! leaves its last value in its tag's series, a slab reused by a process with the same pid
+//! continues its series, and `_created` stays the time the series was first seen.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use nds_monitor::{Monitor, Plan};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// The value of `family{labels…}` in the exposition of `monitor`'s counters (the labels are
+/// matched as rendered, e.g. `runtime_tag="shared"`).
+fn value(monitor: &Monitor, family: &str, labels: &[&str]) -> f64 {
+    monitor
+        .counters()
+        .unwrap()
+        .exported()
+        .find(|series| {
+            series.family.name == family && labels.iter().all(|l| series.labels.contains(l))
+        })
+        .map_or(0.0, |series| series.value)
+}
+
+fn created(monitor: &Monitor, family: &str, labels: &[&str]) -> f64 {
+    monitor
+        .counters()
+        .unwrap()
+        .exported()
+        .find(|series| {
+            series.family.name == family && labels.iter().all(|l| series.labels.contains(l))
+        })
+        .map(|series| series.created)
+        .unwrap()
+}
+
+const COMPLETED: [&str; 2] = ["runtime_tag=\"shared\"", "status_type=\"completed\""];
+
+#[test]
+fn tag_totals_follow_every_process_and_never_drop() {
+    let scratch = Scratch::new("counters-tag");
+    let t0 = Instant::now();
+    let mut monitor = Monitor::new(scratch.source(), Plan::everything(SECOND), t0).with_counters();
+    let a = produce(&scratch.slabs(), 0, 7001, "shared", 120);
+    let b = produce(&scratch.slabs(), 0, 7002, "shared", 60);
+    let completed = |report: &nds_loadgen::ProducerReport| report.statuses["NRT_SUCCESS"] as f64;
+    let mut seen = Vec::new();
+    let mut now = t0;
+    let mut tick = |monitor: &mut Monitor, seen: &mut Vec<f64>| {
+        now += SECOND;
+        let _ = monitor.poll(now);
+        seen.push(value(monitor, "execution_status_total", &COMPLETED));
+    };
+    tick(&mut monitor, &mut seen);
+    assert_eq!(
+        seen[0],
+        completed(&a) + completed(&b),
+        "two processes of one tag add up"
+    );
+    let born = created(&monitor, "execution_status_total", &COMPLETED);
+    assert!(born > 1.5e9, "a Unix time: {born}");
+
+    // A ends (its file goes): its executions stay in the tag's total.
+    std::fs::remove_file(slab_path(&scratch.slabs(), 0, 7001)).unwrap();
+    tick(&mut monitor, &mut seen);
+    assert_eq!(
+        seen[1], seen[0],
+        "the total did not drop when a process ended"
+    );
+
+    // B runs more; a new process C joins the tag.
+    produce_more(&scratch.slabs(), 0, 7002, "shared", 40);
+    let c = produce(&scratch.slabs(), 0, 7003, "shared", 30);
+    tick(&mut monitor, &mut seen);
+    let b_now = {
+        let slab = nds::Reader::open(
+            &nds::Backend::file(slab_path(&scratch.slabs(), 0, 7002)),
+            7002,
+        )
+        .unwrap();
+        (0..2)
+            .map(|core| {
+                slab.nc_counter(core, nds_abi::counters::NcCounter::InferCompleted.index())
+                    .unwrap()
+            })
+            .sum::<u64>() as f64
+    };
+    assert_eq!(seen[2], completed(&a) + b_now + completed(&c));
+
+    // B's slab is reused by a process with the same pid (a new slab under the same name):
+    // the tag's and the pid's series both continue from where they were.
+    let pid_labels = ["pid=\"7002\"", "neuroncore=\"0\"", "status=\"success\""];
+    let b_core0_before = value(&monitor, "nds_runtime_status_total", &pid_labels);
+    assert!(b_core0_before > 0.0);
+    std::fs::remove_file(slab_path(&scratch.slabs(), 0, 7002)).unwrap();
+    tick(&mut monitor, &mut seen);
+    let again = produce(&scratch.slabs(), 0, 7002, "shared", 25);
+    tick(&mut monitor, &mut seen);
+    assert_eq!(seen[4], seen[2] + completed(&again));
+    assert_eq!(
+        value(&monitor, "nds_runtime_status_total", &pid_labels),
+        b_core0_before + again.nc(0, "NDS_NC_COUNTER_INFER_COMPLETED") as f64,
+        "the pid's series continued"
+    );
+    assert!(seen.windows(2).all(|pair| pair[0] <= pair[1]), "{seen:?}");
+    assert_eq!(
+        created(&monitor, "execution_status_total", &COMPLETED),
+        born
+    );
+    assert_eq!(
+        value(
+            &monitor,
+            "nds_monitor_slabs_ended_total",
+            &["reason=\"released\""]
+        ),
+        2.0
+    );
+}
+
+#[test]
+fn a_tag_filtered_out_feeds_nothing_and_sampling_follows_the_rule() {
+    let scratch = Scratch::new("counters-filter");
+    produce(&scratch.slabs(), 0, 7101, "kept", 40);
+    produce(&scratch.slabs(), 0, 7102, "dropped", 40);
+    let config: nds_monitor::config::ConfigFile = serde_json::from_str(
+        r#"{"period": "1s", "neuron_runtimes": [
+            {"tag_filter": "^kept$", "metrics": [{"type": "execution_stats"}]},
+            {"tag_filter": "^other$", "metrics": [{"type": "memory_used"}]}]}"#,
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let mut monitor =
+        Monitor::new(scratch.source(), Plan::from_config(&config).unwrap(), t0).with_counters();
+    let _ = monitor.poll(t0 + SECOND);
+    assert!(
+        value(
+            &monitor,
+            "execution_status_total",
+            &["runtime_tag=\"kept\""]
+        ) > 0.0
+    );
+    let tags: Vec<String> = monitor
+        .counters()
+        .unwrap()
+        .exported()
+        .map(|series| series.labels.to_owned())
+        .collect();
+    assert!(
+        tags.iter().all(|labels| !labels.contains("dropped")),
+        "{tags:?}"
+    );
+    assert!(
+        tags.iter().all(|labels| !labels.contains("neuroncore=")),
+        "no nds_counters in the rule: no per-core series"
+    );
+}

@@ -1,0 +1,414 @@
+//! `nds-monitor serve` as an exporter: what each path and method answers, that hostile
+//! clients (slowloris, one that never reads, a 256 MiB request line) stop no scrape and grow
+//! no memory, that scrapes change nothing, HTTPS with a certificate, `/healthz` following the
+//! sampling loop, and a clean exit on SIGTERM.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::OpenOptionsExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// `nds-monitor serve` over the scratch directory, every group every `period`.
+fn serve(scratch: &Scratch, period: &str, extra: &[&str]) -> Served {
+    Served::start(
+        Command::new(nds_monitor())
+            .arg("--slab-dir")
+            .arg(scratch.slabs())
+            .arg("--sysfs-root")
+            .arg(scratch.sys())
+            .arg("--hardware-sysfs-root")
+            .arg(scratch.hardware_root())
+            .arg("--module-dir")
+            .arg(scratch.0.join("module"))
+            .args(["--period", period, "--instance-metadata", "off"])
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(extra),
+    )
+}
+
+/// The resident set of process `pid`, in KiB.
+fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// The value of the sample line starting with `prefix` (name and the labels up to a point).
+fn sample(body: &str, prefix: &str) -> Option<f64> {
+    body.lines()
+        .find(|line| line.starts_with(prefix))
+        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+}
+
+#[test]
+fn paths_methods_and_malformed_requests() {
+    let scratch = Scratch::new("serve-paths");
+    produce(&scratch.slabs(), 0, 6001, "paths", 50);
+    let served = serve(&scratch, "200ms", &[]);
+    let address = served.address.clone();
+
+    let metrics = served.get("/metrics");
+    assert!(metrics.status.contains(" 200 "), "{metrics:?}");
+    // A query string is the same exposition (scrapers add their own parameters).
+    let queried = served.get("/metrics?target=x&module=y");
+    assert!(queried.status.contains(" 200 "), "{queried:?}");
+    assert!(queried.body.contains("nds_runtime_info{"));
+    let head = request(&address, "HEAD", "/metrics").unwrap();
+    assert!(head.status.contains(" 200 "), "{head:?}");
+    assert!(head.body.is_empty(), "HEAD has no body");
+    let health = served.get("/healthz");
+    assert!(health.status.contains(" 200 "), "{health:?}");
+    assert_eq!(health.body, "ok\n");
+    let health_head = request(&address, "HEAD", "/healthz?probe=1").unwrap();
+    assert!(health_head.status.contains(" 200 "), "{health_head:?}");
+    let index = served.get("/");
+    assert!(index.body.contains("/metrics"), "{index:?}");
+    assert!(served.get("/metrics/x").status.contains(" 404 "));
+
+    let post = request(&address, "POST", "/metrics").unwrap();
+    assert!(post.status.contains(" 405 "), "{post:?}");
+    assert_eq!(post.header("allow"), Some("GET, HEAD"));
+
+    // Headers beyond 8 KiB: 431; a request line that is not HTTP: 400.
+    let big = format!(
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Filler: {}\r\n\r\n",
+        "a".repeat(16 * 1024)
+    );
+    let refused = exchange(&address, &big).unwrap();
+    assert!(refused.status.contains(" 431 "), "{refused:?}");
+    let garbage = exchange(&address, "\x01\x02 nonsense\r\n\r\n").unwrap();
+    assert!(garbage.status.contains(" 400 "), "{garbage:?}");
+
+    // Keep-alive: two requests on one connection, two answers.
+    let mut stream = TcpStream::connect(&address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut both = String::new();
+    stream.read_to_string(&mut both).unwrap();
+    assert_eq!(both.matches("HTTP/1.1 200 OK").count(), 2, "{both}");
+
+    let status = served.stop_with(libc::SIGTERM);
+    assert!(status.success(), "SIGTERM ends serve with {status}");
+}
+
+#[test]
+fn scrapes_read_the_published_exposition_and_change_nothing() {
+    let scratch = Scratch::new("serve-readonly");
+    produce(&scratch.slabs(), 0, 6101, "readonly", 50);
+    // A long period: between two reports, every scrape sees one and the same exposition.
+    let served = serve(&scratch, "3s", &[]);
+    let first = served.scrape_until(|body| body.contains("nds_monitor_reports_total{"));
+    let reports = sample(&first, "nds_monitor_reports_total{").unwrap();
+    // The monitor's own process metrics change between renders only.
+    let strip = |body: &str| -> String {
+        body.lines()
+            .filter(|line| !line.starts_with("process_"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut same = 0;
+    for _ in 0..20 {
+        let body = served.get("/metrics").body;
+        if sample(&body, "nds_monitor_reports_total{") != Some(reports) {
+            break; // the next report came: the window moved, by the monitor's schedule
+        }
+        assert_eq!(strip(&body), strip(&first), "a scrape changed nothing");
+        same += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(same >= 5, "only {same} scrapes within one report");
+}
+
+#[test]
+fn hostile_clients_stop_no_scrape_and_grow_no_memory() {
+    let scratch = Scratch::new("serve-hostile");
+    for pid in 0..8 {
+        produce(
+            &scratch.slabs(),
+            0,
+            6201 + pid,
+            &format!("hostile-{pid}"),
+            100,
+        );
+    }
+    let served = serve(&scratch, "500ms", &[]);
+    let address = served.address.clone();
+    let pid = served.pid();
+    served.scrape_until(|body| body.contains("\nneuroncore_utilization_ratio{"));
+    let rss_before = rss_kib(pid);
+
+    // Slowloris: one byte of a request every 2 s; the server must hang up on it.
+    let slowloris = {
+        let address = address.clone();
+        std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(&address).unwrap();
+            let started = Instant::now();
+            for byte in b"GET /metrics HTTP/1.1\r\nHost: slow\r\n".iter().cycle() {
+                if stream.write_all(&[*byte]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_secs(2));
+                if started.elapsed() > Duration::from_secs(30) {
+                    break;
+                }
+            }
+            started.elapsed()
+        })
+    };
+    // A client that asks for the exposition thousands of times and never reads.
+    let never_reads = {
+        let address = address.clone();
+        std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(&address).unwrap();
+            let requests = "GET /metrics HTTP/1.1\r\nHost: never\r\n\r\n".repeat(4000);
+            let _ = stream.write_all(requests.as_bytes());
+            std::thread::sleep(Duration::from_secs(12));
+            // By now the write deadline closed the connection: what was sent drains, then
+            // the end (a connection still held would time this read out).
+            stream
+                .set_read_timeout(Some(Duration::from_secs(3)))
+                .unwrap();
+            let mut sink = Vec::new();
+            match stream.read_to_end(&mut sink) {
+                Ok(_) => true,
+                Err(error) => error.kind() == std::io::ErrorKind::ConnectionReset,
+            }
+        })
+    };
+    // 256 MiB of request line, no newline.
+    let flood = {
+        let address = address.clone();
+        std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(&address).unwrap();
+            let chunk = vec![b'A'; 1 << 20];
+            let mut sent = 0usize;
+            let _ = stream.write_all(b"GET /");
+            while sent < 256 << 20 {
+                match stream.write(&chunk) {
+                    Ok(n) => sent += n,
+                    Err(_) => break,
+                }
+            }
+            sent
+        })
+    };
+    // Meanwhile, a scrape every 100 ms, each within its deadline.
+    let deadline = Duration::from_secs(2);
+    let mut slowest = Duration::ZERO;
+    let mut scrapes = 0;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(13) {
+        let asked = Instant::now();
+        let response = served.get("/metrics");
+        let took = asked.elapsed();
+        assert!(response.status.contains(" 200 "), "{response:?}");
+        assert!(response.body.contains("nds_runtime_info{"));
+        assert!(took < deadline, "scrape {scrapes} took {took:?}");
+        slowest = slowest.max(took);
+        scrapes += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let hung_up_after = slowloris.join().unwrap();
+    let never_reads_cut = never_reads.join().unwrap();
+    let flooded = flood.join().unwrap();
+    let rss_after = rss_kib(pid);
+    println!(
+        "{scrapes} scrapes, slowest {slowest:?}; slowloris cut after {hung_up_after:?}; \
+         {} MiB of the 256 MiB request accepted; RSS {rss_before} -> {rss_after} KiB",
+        flooded >> 20
+    );
+    assert!(
+        hung_up_after < Duration::from_secs(20),
+        "the slowloris client was cut after {hung_up_after:?}"
+    );
+    assert!(
+        flooded < 256 << 20,
+        "the request line was refused before its end"
+    );
+    assert!(
+        never_reads_cut,
+        "the client that never reads still held its connection"
+    );
+    assert!(
+        rss_after < rss_before + 8 * 1024,
+        "RSS grew from {rss_before} to {rss_after} KiB"
+    );
+    let health = served.get("/healthz");
+    assert!(health.status.contains(" 200 "), "{health:?}");
+}
+
+/// A self-signed certificate for 127.0.0.1 and its key, written by openssl.
+fn certificate(scratch: &Scratch) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (cert, key) = (scratch.0.join("cert.pem"), scratch.0.join("key.pem"));
+    let output = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl (qemu/deps.sh installs it)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (cert, key)
+}
+
+fn curl(args: &[&str]) -> std::process::Output {
+    Command::new("curl")
+        .args(["--silent", "--show-error", "--max-time", "10"])
+        .args(args)
+        .output()
+        .expect("curl (qemu/deps.sh installs it)")
+}
+
+#[test]
+fn https_with_a_certificate_and_its_key() {
+    let scratch = Scratch::new("serve-tls");
+    produce(&scratch.slabs(), 0, 6301, "tls", 50);
+    let (cert, key) = certificate(&scratch);
+    let served = serve(
+        &scratch,
+        "200ms",
+        &[
+            "--cert-file",
+            cert.to_str().unwrap(),
+            "--key-file",
+            key.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(served.scheme, "https");
+    let url = format!("https://{}", served.address);
+    let health = curl(&[
+        "--cacert",
+        cert.to_str().unwrap(),
+        &format!("{url}/healthz"),
+    ]);
+    assert!(
+        health.status.success(),
+        "{}",
+        String::from_utf8_lossy(&health.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&health.stdout), "ok\n");
+    let metrics = curl(&[
+        "--cacert",
+        cert.to_str().unwrap(),
+        &format!("{url}/metrics"),
+    ]);
+    assert!(String::from_utf8_lossy(&metrics.stdout).contains("runtime_tag=\"tls\""));
+    // Plain HTTP to the TLS port gets no exposition; an untrusted client is refused.
+    let plain = request(&served.address, "GET", "/metrics");
+    assert!(plain.is_err() || !plain.unwrap().body.contains("nds_runtime_info"));
+    assert!(!curl(&[&format!("{url}/healthz")]).status.success());
+    assert!(served.stop_with(libc::SIGTERM).success());
+
+    // A key that is not the certificate's, or a missing file: a clear error, no server.
+    let (other_cert, _) = {
+        let other = Scratch::new("serve-tls-other");
+        let pair = certificate(&other);
+        let copy = scratch.0.join("other-cert.pem");
+        std::fs::copy(&pair.0, &copy).unwrap();
+        (copy, pair.1)
+    };
+    for (cert_file, key_file, expected) in [
+        (other_cert.clone(), key.clone(), "key.pem"),
+        (scratch.0.join("missing.pem"), key.clone(), "missing.pem"),
+        (cert.clone(), cert.clone(), "cert.pem"),
+    ] {
+        let output = Command::new(nds_monitor())
+            .arg("--slab-dir")
+            .arg(scratch.slabs())
+            .args([
+                "--instance-metadata",
+                "off",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .arg("--cert-file")
+            .arg(&cert_file)
+            .arg("--key-file")
+            .arg(&key_file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{cert_file:?} {key_file:?}");
+        assert!(output.stdout.is_empty(), "nothing listened");
+        assert!(
+            stderr.contains("serve:") && stderr.contains(expected),
+            "{stderr}"
+        );
+    }
+    // --cert-file without --key-file is a usage error.
+    let output = Command::new(nds_monitor())
+        .args(["serve", "--cert-file"])
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn healthz_follows_the_sampling_loop() {
+    let scratch = Scratch::new("serve-health");
+    produce(&scratch.slabs(), 0, 6401, "health", 20);
+    // A sysfs tree whose slot table is a FIFO: the first report that reads it blocks the
+    // sampling loop until something writes it.
+    scratch.sysfs(1, 2, 0, 0);
+    let slots = scratch.sys().join("neuron0/datastore/slots");
+    std::fs::remove_file(&slots).unwrap();
+    let path = std::ffi::CString::new(slots.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let served = serve(&scratch, "200ms", &[]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let stalled = loop {
+        let health = served.get("/healthz");
+        if health.status.contains(" 503 ") {
+            break health;
+        }
+        assert!(Instant::now() < deadline, "never stalled: {health:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(stalled.body.contains("last advanced"), "{stalled:?}");
+    // Scrapes are still answered, from the last exposition.
+    assert!(served.get("/metrics").status.contains(" 200 "));
+    // Writing the FIFO lets the report finish; the loop advances again.
+    std::fs::write(&slots, "slot pid clear_tick generation\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !served.get("/healthz").status.contains(" 200 ") {
+        // Each later report opens the FIFO again: keep writing it.
+        let writer = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&slots);
+        drop(writer);
+        assert!(Instant::now() < deadline, "never recovered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
