@@ -133,8 +133,10 @@ class Counters:
             for name, labels, value in samples:
                 series = name + labels
                 if name.endswith("_created"):
-                    if self.created.setdefault(series, value) != value:
-                        self.violations.append((series, "changed"))
+                    earlier = self.created.setdefault(series, value)
+                    if earlier != value:
+                        self.violations.append((series, f"changed from {earlier} to {value}"))
+                        self.created[series] = value
                     continue
                 family = re.sub(r"_(bucket|count|sum)$", "", name)
                 if name not in counters and family not in histograms:
@@ -370,7 +372,10 @@ def main():
     if counters.failed:
         problems.append(f"{len(counters.failed)} scrapes failed, e.g. {counters.failed[:3]}")
     if violations:
-        problems.append(f"{len(violations)} counter violations, e.g. {violations[:5]}")
+        broken = sorted({series for series, _ in violations})
+        families = sorted({series.split("{")[0] for series in broken})
+        problems.append(f"{len(violations)} counter violations in {len(broken)} series of "
+                        f"families {families}, e.g. {violations[:3]}")
     thirds = len(after) // 3
     rss_first = max(s[1] for s in after[:thirds or 1])
     rss_last = max(s[1] for s in after[-(thirds or 1):])
