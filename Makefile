@@ -17,6 +17,8 @@
 #   make coverage     the campaigns on the cov kernel (KCOV): module PCs reached, per campaign
 #   make demo         the main job: boot the guest, load the module, show it working
 #   make bench        host + guest benchmarks as one table (not part of make test)
+#   make soak         nds-monitor serve under a day of a busy host, compressed (SOAK_DURATION=
+#                     seconds, default 600; not part of make test; tests/soak.py)
 #   make qemu-run EXTRA=<dir> CMD='<command>'   run your own program against the module
 #   KVER=7.2|7.3      the kernel release of make, make kernel, make qemu-run, make demo ...
 #                     (default: the newest, 7.3; qemu/env.sh lists the supported ones)
@@ -95,6 +97,12 @@ demo:
 
 bench:
 	bash tests/bench.sh
+
+# The release tools, as shipped; tests/soak.py reads SOAK_* from the environment.
+.PHONY: soak
+soak:
+	cd userspace && cargo build --release -p nds-monitor -p nds-loadgen
+	python3 tests/soak.py
 
 qemu-run:
 	bash qemu/qemu-run.sh "$(VARIANT)" "$(EXTRA)" "$(CMD)"

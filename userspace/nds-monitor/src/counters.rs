@@ -11,10 +11,14 @@
 //! and nothing a scrape does moves anything.
 //!
 //! Memory is bounded: a series nothing feeds any more is idle; the oldest idle series beyond
-//! [`Counters::max_idle`] are forgotten (a later source under the same labels then starts a
-//! new series, with a new `_created`). Per-tag and per-device series stay in the exposition
-//! while idle (the tag's totals do not vanish with its last process); per-process series leave
-//! it with their process and are kept only to continue if the same process comes back.
+//! [`Counters::max_idle`] *of their kind* are forgotten (a later source under the same labels
+//! then starts a new series, with a new `_created`). The two kinds are bounded apart, so that
+//! the churn of one cannot push out the other: per-process series leave the exposition with
+//! their process and are kept only to continue if the same process comes back, so forgetting
+//! them is invisible; per-tag and per-device series stay in the exposition while idle (the
+//! tag's totals do not vanish with its last process) and are forgotten only when more than
+//! `max_idle` distinct label sets of them are idle at once (tags are chosen by whoever owns a
+//! slab, so they cannot be kept without a bound): only then does a scraper see a reset.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -96,12 +100,23 @@ pub struct Counters {
     slots: Vec<Option<Series>>,
     free: Vec<usize>,
     index: BTreeMap<Key, usize>,
-    idle: VecDeque<(usize, u64)>,
-    idle_count: usize,
+    /// Per kind (index [`Kind::of`]): the idle series in the order they went idle.
+    idle: [VecDeque<(usize, u64)>; 2],
+    idle_count: [usize; 2],
     max_idle: usize,
 }
 
-/// Idle series kept by default: a few thousand label sets, well under a megabyte.
+/// The two kinds of series the idle bound keeps apart.
+struct Kind;
+
+impl Kind {
+    /// 0 for a series that leaves the exposition with its sources, 1 for one that stays.
+    fn of(family: &Family) -> usize {
+        usize::from(family.outlives_sources)
+    }
+}
+
+/// Idle series kept by default, of each kind: a few thousand label sets, well under a megabyte.
 pub const DEFAULT_MAX_IDLE: usize = 8192;
 
 fn unix_now() -> f64 {
@@ -117,20 +132,20 @@ impl Default for Counters {
 }
 
 impl Counters {
-    /// No series yet; at most `max_idle` idle ones kept.
+    /// No series yet; at most `max_idle` idle ones of each kind kept.
     #[must_use]
     pub fn new(max_idle: usize) -> Self {
         Self {
             slots: Vec::new(),
             free: Vec::new(),
             index: BTreeMap::new(),
-            idle: VecDeque::new(),
-            idle_count: 0,
+            idle: [VecDeque::new(), VecDeque::new()],
+            idle_count: [0, 0],
             max_idle,
         }
     }
 
-    /// The bound on idle series.
+    /// The bound on idle series of each kind.
     #[must_use]
     pub fn max_idle(&self) -> usize {
         self.max_idle
@@ -151,7 +166,7 @@ impl Counters {
     /// Idle series held now.
     #[must_use]
     pub fn idle_len(&self) -> usize {
-        self.idle_count
+        self.idle_count.iter().sum()
     }
 
     /// The series of `family`, `sample` and `labels` (rendered), created at zero if new, with
@@ -161,7 +176,7 @@ impl Counters {
         if let Some(&slot) = self.index.get(&key) {
             if let Some(series) = self.slots.get_mut(slot).and_then(Option::as_mut) {
                 if series.holders == 0 {
-                    self.idle_count -= 1;
+                    self.idle_count[Kind::of(series.family)] -= 1;
                 }
                 series.holders += 1;
             }
@@ -201,9 +216,10 @@ impl Counters {
             return;
         }
         series.idle_epoch += 1;
-        self.idle.push_back((id.0, series.idle_epoch));
-        self.idle_count += 1;
-        self.forget_beyond_bound();
+        let kind = Kind::of(series.family);
+        self.idle[kind].push_back((id.0, series.idle_epoch));
+        self.idle_count[kind] += 1;
+        self.forget_beyond_bound(kind);
     }
 
     /// Adds `amount` (a count, or seconds) to `id`; nothing else changes a series.
@@ -240,9 +256,9 @@ impl Counters {
             })
     }
 
-    fn forget_beyond_bound(&mut self) {
-        while self.idle_count > self.max_idle {
-            let Some((slot, epoch)) = self.idle.pop_front() else {
+    fn forget_beyond_bound(&mut self, kind: usize) {
+        while self.idle_count[kind] > self.max_idle {
+            let Some((slot, epoch)) = self.idle[kind].pop_front() else {
                 break;
             };
             let still_idle = self
@@ -254,14 +270,14 @@ impl Counters {
                 if let Some(series) = self.slots.get_mut(slot).and_then(Option::take) {
                     self.index.remove(&series.key);
                     self.free.push(slot);
-                    self.idle_count -= 1;
+                    self.idle_count[kind] -= 1;
                 }
             }
         }
         // Entries of series that were taken up again before their turn came.
-        if self.idle.len() > 2 * self.max_idle.max(16) {
+        if self.idle[kind].len() > 2 * self.max_idle.max(16) {
             let slots = &self.slots;
-            self.idle.retain(|&(slot, epoch)| {
+            self.idle[kind].retain(|&(slot, epoch)| {
                 slots
                     .get(slot)
                     .and_then(Option::as_ref)
@@ -368,12 +384,30 @@ mod tests {
         let pid = counters.acquire(&PER_PROCESS, Sample::Total, "p=\"1\"".into());
         assert_eq!(counters.value(pid), 1.0);
         counters.release(pid);
+        // Many processes come and go: their idle series push out older per-process ones,
+        // never the tag's totals (which a scraper would see go down).
         for n in 2..10 {
             let id = counters.acquire(&PER_PROCESS, Sample::Total, format!("p=\"{n}\""));
             counters.release(id);
         }
-        assert_eq!(counters.idle_len(), 2);
-        assert_eq!(counters.len(), 2, "the oldest idle series were forgotten");
+        assert_eq!(counters.idle_len(), 3);
+        assert_eq!(
+            counters.len(),
+            3,
+            "the oldest idle per-process series were forgotten"
+        );
+        let kept = counters.acquire(&PER_TAG, Sample::Total, "t=\"x\"".into());
+        assert_eq!(
+            counters.value(kept),
+            1.0,
+            "the tag's total outlived the churn"
+        );
+        counters.release(kept);
+        // Only more idle tags than the bound push out the oldest tag.
+        for n in 0..2 {
+            let id = counters.acquire(&PER_TAG, Sample::Total, format!("t=\"y{n}\""));
+            counters.release(id);
+        }
         let again = counters.acquire(&PER_TAG, Sample::Total, "t=\"x\"".into());
         assert_eq!(counters.value(again), 0.0, "a forgotten series starts anew");
     }

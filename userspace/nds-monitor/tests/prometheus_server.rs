@@ -5,61 +5,20 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
+use common::prometheus::PrometheusServer;
 use common::*;
 use serde_json::Value;
 
-/// Kills and reaps its process when dropped (also when the test fails).
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// One HTTP/1.0 GET (so the answer is not chunked); the status line and the body.
-fn get(address: &str, path: &str) -> std::io::Result<(String, String)> {
-    let mut stream = TcpStream::connect(address)?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n")?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    Ok((
-        head.lines().next().unwrap_or("").to_owned(),
-        body.to_owned(),
-    ))
-}
-
-/// A free port on loopback for the server to listen on.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `query`'s result vector once it has at least `series` series (waiting for the first
 /// scrapes, up to a bound).
-fn query(prometheus: &str, query: &str, series: usize) -> Vec<Value> {
-    let path = format!("/api/v1/query?query={}", query.replace('"', "%22"));
+fn query(prometheus: &PrometheusServer, query: &str, series: usize) -> Vec<Value> {
     for _ in 0..240 {
-        if let Ok((status, body)) = get(prometheus, &path) {
-            if status.contains("200") {
-                let answer: Value = serde_json::from_str(&body).unwrap();
-                assert_eq!(answer["status"], "success", "{answer}");
-                let result = answer["data"]["result"].as_array().unwrap().clone();
-                if result.len() >= series {
-                    return result;
-                }
-            }
+        let result = prometheus.query(query, None);
+        if result.len() >= series {
+            return result;
         }
         std::thread::sleep(Duration::from_millis(250));
     }
@@ -73,57 +32,23 @@ fn a_prometheus_server_scrapes_serve_and_answers_by_the_ecosystem_names() {
     let first = produce(&scratch.slabs(), 0, 5401, "scraped-d0", 200);
     let second = produce(&scratch.slabs(), 1, 5402, "scraped-d1", 300);
 
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_nds-monitor"))
-        .arg("--slab-dir")
-        .arg(scratch.slabs())
-        .arg("--sysfs-root")
-        .arg(scratch.sys())
-        .arg("--hardware-sysfs-root")
-        .arg(scratch.hardware_root())
-        .args([
-            "--instance-metadata",
-            "off",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(serve.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _serve = Running(serve);
-    let target = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .and_then(|rest| rest.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("{line:?}"))
-        .to_owned();
-
-    let config = scratch.0.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  \
-             - job_name: nds-monitor\n    static_configs:\n      - targets: ['{target}']\n"
-        ),
-    )
-    .unwrap();
-    let prometheus = format!("127.0.0.1:{}", free_port());
-    let server = Command::new("prometheus")
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            scratch.0.join("data").display()
-        ))
-        .arg(format!("--web.listen-address={prometheus}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("prometheus (Debian package prometheus; qemu/deps.sh installs it)");
-    let _server = Running(server);
+    let served = Served::start(
+        Command::new(nds_monitor())
+            .arg("--slab-dir")
+            .arg(scratch.slabs())
+            .arg("--sysfs-root")
+            .arg(scratch.sys())
+            .arg("--hardware-sysfs-root")
+            .arg(scratch.hardware_root())
+            .args([
+                "--instance-metadata",
+                "off",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+            ]),
+    );
+    let prometheus = PrometheusServer::start(&scratch.0.join("prometheus"), &served.address, "1s");
 
     // Lifetime outcomes per process, by the companion exporter's name and labels.
     let completed = query(

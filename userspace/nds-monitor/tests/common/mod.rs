@@ -5,6 +5,7 @@
 
 #![allow(dead_code)] // Each test binary uses a different subset.
 
+pub mod prometheus;
 pub mod served;
 #[allow(unused_imports)] // Each test binary uses a different subset.
 pub use served::{exchange, nds_monitor, request, tool, Response, Served};
