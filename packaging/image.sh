@@ -80,11 +80,12 @@ install -D -m 0755 "$bin/nds-monitor" "$rootfs/opt/bin/nds-monitor"
 install -D -m 0755 "$bin/nds-top" "$rootfs/opt/bin/nds-top"
 install -D -m 0644 "$root/packaging/image/neuron-monitor.conf" \
     "$rootfs/opt/aws/neuron/bin/neuron-monitor.conf"
-# Permitted, not effective: the entrypoint raises it into the ambient set for nds-monitor,
-# and starts without it where the pod does not grant it (entrypoint's capability.rs).
-setcap cap_perfmon=p "$rootfs/opt/bin/entrypoint.sh"
 chown -R 0:0 "$rootfs"
 find "$rootfs" -type d -exec chmod 0755 {} +
+# Permitted, not effective: the entrypoint raises it into the ambient set for nds-monitor,
+# and starts without it where the pod does not grant it (entrypoint's capability.rs). After
+# chown, which clears file capabilities.
+setcap cap_perfmon=p "$rootfs/opt/bin/entrypoint.sh"
 find "$rootfs" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 labels=(

@@ -69,11 +69,18 @@ impl ServeCommand {
         SocketAddr::new(self.address, self.port)
     }
 
-    /// Replaces this process with the monitor (same pid, so the container's main process is
-    /// the monitor and gets the runtime's signals); returns only if that failed.
+    /// The monitor's command.
+    #[must_use]
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(&self.monitor);
+        command.args(self.args());
+        command
+    }
+
+    /// Replaces this process with the monitor (same pid); returns only if that failed.
     #[must_use]
     pub fn exec(&self) -> Error {
-        let source = Command::new(&self.monitor).args(self.args()).exec();
+        let source = self.command().exec();
         Error::Exec {
             monitor: self.monitor.clone(),
             source,

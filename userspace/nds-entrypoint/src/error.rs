@@ -11,6 +11,9 @@ pub enum Error {
     /// The path of this program, next to which the monitor is looked for, is unknown.
     #[error("locating this program (to find nds-monitor next to it): {0}")]
     OwnPath(#[source] std::io::Error),
+    /// As process 1, the termination signals could not be blocked for forwarding.
+    #[error("blocking the signals to pass on to nds-monitor: {0}")]
+    Init(#[source] std::io::Error),
     /// `execve` of the monitor failed.
     #[error("starting {}: {source}", monitor.display())]
     Exec {

@@ -7,9 +7,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use cli::Cli;
 use nds_entrypoint::command::default_monitor;
+use nds_entrypoint::init::{is_pid_one, supervise};
 use nds_entrypoint::{pass_perfmon_on, Perfmon, Result, ServeCommand, Tls};
 
-fn run(cli: Cli) -> Result<std::convert::Infallible> {
+/// Runs the monitor; returns the container's exit code (as process 1) or only on failure.
+fn run(cli: Cli) -> Result<u8> {
     let command = ServeCommand {
         monitor: match cli.monitor {
             Some(monitor) => monitor,
@@ -32,12 +34,16 @@ fn run(cli: Cli) -> Result<std::convert::Infallible> {
             "entrypoint.sh: CAP_PERFMON is not permitted; nds-monitor reads only the slabs of its own user"
         );
     }
+    if is_pid_one() {
+        // An exit code is 0..=255; 128 + a signal number is too.
+        return supervise(&mut command.command()).map(|code| u8::try_from(code).unwrap_or(u8::MAX));
+    }
     Err(command.exec())
 }
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
-        Ok(never) => match never {},
+        Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("entrypoint.sh: {error}");
             ExitCode::FAILURE

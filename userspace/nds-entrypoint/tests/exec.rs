@@ -156,3 +156,56 @@ fn a_monitor_that_cannot_start_fails_the_entrypoint_with_its_path() {
         "{stderr}"
     );
 }
+
+/// The pids of `parent`'s children.
+fn children(parent: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|pid| pid.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn as_process_one_it_stays_init_and_passes_sigterm_on() {
+    let scratch = Scratch::new("init");
+    let monitor = scratch.0.join("sleeping-monitor");
+    std::fs::write(&monitor, "#!/bin/sh\necho \"pid $$\"\nexec sleep 60\n").unwrap();
+    let mut permissions = std::fs::metadata(&monitor).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&monitor, permissions).unwrap();
+    // A pid namespace of its own (a user namespace too, so that no privilege is needed), in
+    // which the entrypoint is process 1, as in a container.
+    let mut unshare = Command::new("unshare")
+        .args([
+            "--user",
+            "--map-root-user",
+            "--pid",
+            "--fork",
+            "--kill-child",
+        ])
+        .arg(env!("CARGO_BIN_EXE_nds-entrypoint"))
+        .arg("--monitor")
+        .arg(&monitor)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(unshare.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    // The monitor is the entrypoint's child: process 2, not 1.
+    assert_eq!(line.trim(), "pid 2");
+    let entrypoint = children(unshare.id());
+    assert_eq!(entrypoint.len(), 1, "{entrypoint:?}");
+    let started = std::time::Instant::now();
+    // SAFETY: kill has no memory effects.
+    assert_eq!(
+        unsafe { libc::kill(entrypoint[0] as i32, libc::SIGTERM) },
+        0
+    );
+    let status = unshare.wait().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // unshare ends as its child did: 128 + SIGTERM, the monitor's end.
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+}
