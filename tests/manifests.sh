@@ -218,6 +218,37 @@ checkov_flags_host_pid_when_per_process_reports_ask_for_it() {
     checkov_expect hostpid CKV_K8S_17 CKV_K8S_25 CKV_K8S_43
 }
 
+# The node side (install.rst): KMM's Module and its Dockerfile, and the CDI specification.
+# The Module and CDI kinds have no bundled schema: their fields are checked here, the
+# ConfigMap against the Kubernetes schemas.
+the_node_side_manifests_hold_together() {
+    "$python" - "$k8s/kmm/neuron-ds-module.yaml" "$k8s/kmm/neuron-ds-cdi.yaml" "$tmp/kmm-configmap.yaml" <<'EOF'
+import re, sys, yaml
+module_file, cdi_file, configmap_out = sys.argv[1:4]
+docs = {d["kind"]: d for d in yaml.safe_load_all(open(module_file)) if d}
+module, configmap = docs["Module"], docs["ConfigMap"]
+assert module["apiVersion"] == "kmm.sigs.x-k8s.io/v1beta1"
+container = module["spec"]["moduleLoader"]["container"]
+assert container["modprobe"]["moduleName"] == "neuron_ds"
+mapping = container["kernelMappings"][0]
+assert re.match(mapping["regexp"], "7.3.0-1-amd64") and re.match(mapping["regexp"], "7.2.5")
+assert not re.match(mapping["regexp"], "7.1.9") and not re.match(mapping["regexp"], "6.12.0")
+assert mapping["build"]["dockerfileConfigMap"]["name"] == configmap["metadata"]["name"]
+assert configmap["metadata"]["namespace"] == module["metadata"]["namespace"]
+dockerfile = configmap["data"]["dockerfile"]
+assert "make -C /neuron-ds module KDIR=/lib/modules/${KERNEL_FULL_VERSION}/build" in dockerfile
+assert "/opt/lib/modules/${KERNEL_FULL_VERSION}" in dockerfile
+assert module["spec"]["selector"] == {"neuron.amazonaws.com/present": "true"}
+cdi = yaml.safe_load(open(cdi_file))
+assert cdi["kind"] == "neuron-ds.dev/device"
+nodes = cdi["devices"][0]["containerEdits"]["deviceNodes"]
+assert all(re.fullmatch(r"/dev/neuron[0-9]+", n["path"]) and n["permissions"] == "r" for n in nodes)
+yaml.safe_dump(configmap, open(configmap_out, "w"))
+EOF
+    grep -q '^module:' Makefile || fail "the Dockerfile's make module has no target" || return 1
+    "$K8S_VENV/bin/kubernetes-validate" --strict --quiet -k "${KUBERNETES_VERSIONS[-1]}" "$tmp/kmm-configmap.yaml"
+}
+
 if [ ! -x "$python" ] || [ ! -x "$K8S_VENV/bin/checkov" ]; then
     echo "not ok 1 - the manifest checkers are installed ($K8S_VENV: run make deps)"
     echo "1..1"
@@ -240,5 +271,6 @@ check "checkov: no privileged container, host PID/network, writable root; only P
     checkov_finds_only_the_perfmon_capability_and_the_tag
 check "checkov: hostPID=true is flagged (CKV_K8S_17) and nothing else new" \
     checkov_flags_host_pid_when_per_process_reports_ask_for_it
+check "the node side: KMM Module and Dockerfile, CDI specification" the_node_side_manifests_hold_together
 echo "1..$number"
 [ "$failures" -eq 0 ]
