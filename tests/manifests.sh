@@ -249,6 +249,18 @@ EOF
     "$K8S_VENV/bin/kubernetes-validate" --strict --quiet -k "${KUBERNETES_VERSIONS[-1]}" "$tmp/kmm-configmap.yaml"
 }
 
+kubernetes_rst_is_valid() {
+    /usr/bin/python3 - "$root/Documentation/kubernetes.rst" <<'EOF'
+import sys
+import docutils.core
+docutils.core.publish_doctree(
+    open(sys.argv[1], encoding="utf-8").read(),
+    source_path=sys.argv[1],
+    settings_overrides={"report_level": 2, "halt_level": 2},
+)
+EOF
+}
+
 if [ ! -x "$python" ] || [ ! -x "$K8S_VENV/bin/checkov" ]; then
     echo "not ok 1 - the manifest checkers are installed ($K8S_VENV: run make deps)"
     echo "1..1"
@@ -272,5 +284,6 @@ check "checkov: no privileged container, host PID/network, writable root; only P
 check "checkov: hostPID=true is flagged (CKV_K8S_17) and nothing else new" \
     checkov_flags_host_pid_when_per_process_reports_ask_for_it
 check "the node side: KMM Module and Dockerfile, CDI specification" the_node_side_manifests_hold_together
+check "Documentation/kubernetes.rst is valid reStructuredText" kubernetes_rst_is_valid
 echo "1..$number"
 [ "$failures" -eq 0 ]
