@@ -35,25 +35,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-number=0
-failures=0
-check() {
-    local description="$1" log="$tmp/check.log"
-    shift
-    number=$((number + 1))
-    if "$@" >"$log" 2>&1; then
-        echo "ok $number - $description"
-        grep '^RESULT' "$log" | sed 's/^/#   /'
-    else
-        echo "not ok $number - $description"
-        sed 's/^/#   /' "$log"
-        failures=$((failures + 1))
-    fi
-}
-fail() {
-    echo "$*"
-    return 1
-}
+# shellcheck source=tests/tap.sh
+source tests/tap.sh
 
 # --- the image
 

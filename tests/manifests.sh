@@ -24,25 +24,8 @@ KUBERNETES_VERSIONS=(1.35.0 1.37.0)
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-number=0
-failures=0
-check() {
-    local description="$1" log="$tmp/check.log"
-    shift
-    number=$((number + 1))
-    if "$@" >"$log" 2>&1; then
-        echo "ok $number - $description"
-        sed 's/^/#   /' "$log" | grep -E '^#   (RESULT|kubernetes|INFO.*passed)' | head -n 20
-    else
-        echo "not ok $number - $description"
-        sed 's/^/#   /' "$log"
-        failures=$((failures + 1))
-    fi
-}
-fail() {
-    echo "$*"
-    return 1
-}
+# shellcheck source=tests/tap.sh
+source tests/tap.sh
 
 render() { "$python" "$k8s/render-chart.py" "$chart" "$@"; }
 
@@ -138,7 +121,7 @@ yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
 EOF
             "$K8S_VENV/bin/kubernetes-validate" --strict --quiet -k "$version" "$tmp/core-$name.yaml" ||
                 fail "$name does not validate against Kubernetes $version" || return 1
-            echo "kubernetes $version: $name: $(grep -c '^kind:' "$tmp/core-$name.yaml") objects valid (strict)"
+            echo "RESULT kubernetes $version: $name: $(grep -c '^kind:' "$tmp/core-$name.yaml") objects valid (strict)"
         done
     done
 }
@@ -249,17 +232,7 @@ EOF
     "$K8S_VENV/bin/kubernetes-validate" --strict --quiet -k "${KUBERNETES_VERSIONS[-1]}" "$tmp/kmm-configmap.yaml"
 }
 
-kubernetes_rst_is_valid() {
-    /usr/bin/python3 - "$root/Documentation/kubernetes.rst" <<'EOF'
-import sys
-import docutils.core
-docutils.core.publish_doctree(
-    open(sys.argv[1], encoding="utf-8").read(),
-    source_path=sys.argv[1],
-    settings_overrides={"report_level": 2, "halt_level": 2},
-)
-EOF
-}
+kubernetes_rst_is_valid() { rst_is_valid "$root/Documentation/kubernetes.rst"; }
 
 if [ ! -x "$python" ] || [ ! -x "$K8S_VENV/bin/checkov" ]; then
     echo "not ok 1 - the manifest checkers are installed ($K8S_VENV: run make deps)"
