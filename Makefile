@@ -31,6 +31,10 @@
 #   make dkms-source      only stage the DKMS source tree (/usr/src/neuron-ds-<version>)
 #   make deb              the tools as a Debian package (target/debian/ of userspace/)
 #   make install-tools    the tools with cargo install, plus their man pages and completions
+#
+# Kubernetes (Documentation/kubernetes.rst):
+#   make image            the container image, reproducibly, as an OCI archive:
+#                         build/nds-monitor-image.tar (packaging/image.sh)
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
@@ -48,7 +52,7 @@ MODULE_OUT := $(ROOT)/build/module-$(VARIANT)$(shell KVER='$(KVER)' bash -c 'sou
 MODULE = $(MODULE_OUT)/rust/neuron_ds.ko
 
 .PHONY: all module deps kernel test test-debug stress fuzz-ioctl faults coverage demo bench qemu-run rustfmt rustfmtcheck clean \
-	install install-module install-files dkms-source dkms-install dkms-preflight deb install-tools
+	install install-module install-files dkms-source dkms-install dkms-preflight deb install-tools image
 
 all: module
 
@@ -204,3 +208,9 @@ install-tools:
 	install -D -m 644 -t "$$share/bash-completion/completions" "$$assets"/completions/bash/*; \
 	install -D -m 644 -t "$$share/zsh/site-functions" "$$assets"/completions/zsh/*; \
 	install -D -m 644 -t "$$share/fish/vendor_completions.d" "$$assets"/completions/fish/*
+
+# --- the container image ---------------------------------------------------------------
+
+image:
+	bash qemu/deps.sh --image
+	bash packaging/image.sh

@@ -8,6 +8,7 @@
 # Usage: qemu/deps.sh            (everything)
 #        qemu/deps.sh --host     (only what the host-side userspace tests need)
 #        qemu/deps.sh --deb      (only what `make deb` needs: cargo-deb and dpkg-dev)
+#        qemu/deps.sh --image    (only what `make image` and the Kubernetes tests need)
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -23,6 +24,14 @@ kernel_packages=(
 # The packaging tests: DKMS builds the module from its staged source tree, man renders the
 # generated pages, dpkg-deb opens the package, docutils reads Documentation/install.rst.
 packaging_packages=(dkms man-db dpkg-dev python3-docutils)
+# The container image and its manifests (Documentation/kubernetes.rst): umoci builds the image,
+# setcap gives the entrypoint its file capability, podman runs it (runc: crun refuses this
+# kind of host's hybrid cgroup hierarchy; the CNI plugins publish its port), skopeo reads and
+# copies the archive, and a virtual environment of Debian's python3 holds the pinned offline
+# checkers of the manifests.
+image_packages=(umoci libcap2-bin podman runc containernetworking-plugins skopeo python3-venv)
+KUBERNETES_VALIDATE_VERSION=1.37.0
+CHECKOV_VERSION=3.3.30
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 
@@ -71,6 +80,18 @@ install_rust_parts() {
         log "installing bindgen-cli $BINDGEN_VERSION into $TOOLS_DIR"
         cargo install bindgen-cli --version "$BINDGEN_VERSION" --locked --root "$TOOLS_DIR"
     fi
+}
+
+# The manifests' checkers, pinned, in their own virtual environment (qemu/env.sh's K8S_VENV).
+install_manifest_checkers() {
+    local wanted="kubernetes-validate==$KUBERNETES_VALIDATE_VERSION checkov==$CHECKOV_VERSION"
+    [ "$(cat "$K8S_VENV/pinned" 2>/dev/null)" = "$wanted" ] && return 0
+    log "installing $wanted into $K8S_VENV"
+    rm -rf "$K8S_VENV"
+    /usr/bin/python3 -m venv "$K8S_VENV"
+    # shellcheck disable=SC2086 # one argument per requirement
+    "$K8S_VENV/bin/pip" install --quiet $wanted
+    echo "$wanted" >"$K8S_VENV/pinned"
 }
 
 install_cargo_deb() {
@@ -138,10 +159,17 @@ case "${1:-}" in
 --host)
     install_packages "${host_packages[@]}"
     ;;
+--image)
+    install_packages "${image_packages[@]}"
+    rustup target list --installed | grep -q "^$GUEST_TARGET\$" || rustup target add "$GUEST_TARGET"
+    install_manifest_checkers
+    ;;
 *)
-    install_packages "${host_packages[@]}" "${kernel_packages[@]}" "${packaging_packages[@]}"
+    install_packages "${host_packages[@]}" "${kernel_packages[@]}" "${packaging_packages[@]}" \
+        "${image_packages[@]}"
     install_rust_parts
     install_cargo_deb
+    install_manifest_checkers
     for release in "${KERNEL_RELEASES[@]}"; do
         fetch_kernel_source "$release"
     done

@@ -25,6 +25,9 @@ BINDGEN="$TOOLS_DIR/bin/bindgen"
 # cargo-deb builds the tools' Debian package (make deb, the packaging tests).
 CARGO_DEB_VERSION=3.8.0
 CARGO_DEB="$TOOLS_DIR/bin/cargo-deb"
+# The offline checkers of the Kubernetes manifests (kubernetes-validate, checkov), pinned in
+# qemu/deps.sh.
+K8S_VENV="$CACHE_DIR/k8s-venv"
 LLVM_SUFFIX=-19
 GUEST_TARGET=x86_64-unknown-linux-musl
 export PATH="$TOOLS_DIR/bin:$HOME/.cargo/bin:$PATH"

@@ -28,25 +28,8 @@ version="$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' packaging/dkms.conf)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-number=0
-failures=0
-# check <description> <command...>: one test; its output is shown only when it fails.
-check() {
-    local description="$1" log="$tmp/check.log"
-    shift
-    number=$((number + 1))
-    if "$@" >"$log" 2>&1; then
-        echo "ok $number - $description"
-    else
-        echo "not ok $number - $description"
-        sed 's/^/#   /' "$log"
-        failures=$((failures + 1))
-    fi
-}
-fail() {
-    echo "$*"
-    return 1
-}
+# shellcheck source=tests/tap.sh
+source tests/tap.sh
 # contains <file> <text>: the file holds the text (fixed string).
 contains() { grep -qF -- "$2" "$1" || fail "$1 does not contain: $2"; }
 
@@ -523,23 +506,7 @@ install_tools_lays_out_binaries_pages_completions() {
     [ ! -e "$dest/usr/local/.crates.toml" ] || fail "cargo's .crates.toml in the prefix"
 }
 
-install_rst_is_valid_restructuredtext() {
-    local python
-    # The first Python that has docutils (python3-docutils serves the system one).
-    for python in python3 /usr/bin/python3 ""; do
-        [ -n "$python" ] || fail "no python3 with docutils" || return 1
-        "$python" -c "import docutils" 2>/dev/null && break
-    done
-    "$python" - Documentation/install.rst <<'PY'
-import sys
-import docutils.core
-docutils.core.publish_doctree(
-    open(sys.argv[1], encoding="utf-8").read(),
-    source_path=sys.argv[1],
-    settings_overrides={"report_level": 2, "halt_level": 2},
-)
-PY
-}
+install_rst_is_valid_restructuredtext() { rst_is_valid Documentation/install.rst; }
 
 check "kbuild.sh accepts the cached kernel tree and picks its clang" kbuild_accepts_the_cached_tree
 check "kbuild.sh explains a tree without the Rust metadata (headers package)" kbuild_explains_a_tree_without_rust_metadata

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make test` / `make test-debug`: host tests, the module build, the packaging tests
-# (tests/packaging.sh), then one QEMU boot that loads the module (its KUnit suites run at
+# (tests/packaging.sh), the container image and Kubernetes manifest tests (tests/image.sh,
+# tests/manifests.sh), then one QEMU boot that loads the module (its KUnit suites run at
 # insmod) and runs the guest integration tests, on the newest kernel release. The module is
 # also built with clippy on every older supported release (qemu/env.sh), whose tree the
 # packaging tests give to DKMS too; `make test` gives each a guest pass of its own (KUnit,
@@ -223,6 +224,22 @@ read -r pp pf < <(awk '/^ok [0-9]+ / { p++ } /^not ok [0-9]+ / { f++ } END { pri
 grep -q '^1\.\.[0-9]' "$results/packaging.log" || pf=$((pf + 1)) # the suite did not finish
 [ "$packaging_status" -ne 0 ] && [ "$pf" -eq 0 ] && pf=1
 count "$pp" "$pf" "packaging tests"
+
+# tap_suite <name> <script> <log>: one TAP suite, counted like the packaging tests.
+tap_suite() {
+    local name="$1" script="$2" log="$3" status p f
+    bash "$script" 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    read -r p f < <(awk '/^ok [0-9]+ / { p++ } /^not ok [0-9]+ / { f++ } END { printf "%d %d\n", p, f }' "$log")
+    grep -q '^1\.\.[0-9]' "$log" || f=$((f + 1)) # the suite did not finish
+    [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    count "$p" "$f" "$name"
+}
+
+step "container image: two builds, its files and labels, podman + Prometheus (tests/image.sh)"
+tap_suite "container image tests" tests/image.sh "$results/image.log"
+step "Kubernetes manifests: chart = plain YAML, API schemas, checkov (tests/manifests.sh)"
+tap_suite "Kubernetes manifest tests" tests/manifests.sh "$results/manifests.log"
 
 step "QEMU: insmod + KUnit + guest tests ($variant, Linux $newest)"
 wait "$older_passes"
