@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -515,4 +516,107 @@ fn a_malformed_module_parameter_stops_the_monitor_with_its_path() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// The `nds_*` families of `exposition`: name, type and the label names of their samples
+/// beyond the instance labels.
+fn our_families(exposition: &str) -> Vec<(String, String, BTreeSet<String>)> {
+    const INSTANCE: [&str; 6] = [
+        "instance_name",
+        "instance_id",
+        "instance_type",
+        "availability_zone",
+        "region",
+        "subnet_id",
+    ];
+    let mut families: Vec<(String, String, BTreeSet<String>)> = exposition
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE nds_"))
+        .map(|rest| {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            (format!("nds_{name}"), kind.to_owned(), BTreeSet::new())
+        })
+        .collect();
+    for line in exposition.lines().filter(|line| line.starts_with("nds_")) {
+        let (sample, rest) = line.split_once('{').unwrap();
+        let labels = rest.rsplit_once('}').unwrap().0;
+        let (_, _, names) = families
+            .iter_mut()
+            .filter(|(name, _, _)| sample.starts_with(name.as_str()))
+            .max_by_key(|(name, _, _)| name.len())
+            .unwrap_or_else(|| panic!("{sample} has no # TYPE"));
+        // Label values here are tags, numbers and words without quotes or commas.
+        for pair in labels.split(',') {
+            let name = pair.split_once('=').unwrap().0;
+            if !INSTANCE.contains(&name) {
+                names.insert(name.to_owned());
+            }
+        }
+    }
+    families
+}
+
+#[test]
+fn our_families_follow_the_naming_guide_and_are_each_documented() {
+    let scratch = Scratch::new("cli-naming");
+    let body = served_exposition(&scratch);
+    let families = our_families(&body);
+    let documentation = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../Documentation/userspace.rst"
+    ))
+    .unwrap();
+    for (name, kind, labels) in &families {
+        println!("{name} {kind} {labels:?}");
+        // `_total` on counters and only there; no gauge posing as a summary or histogram.
+        assert_eq!(kind == "counter", name.ends_with("_total"), "{name} {kind}");
+        assert!(
+            ["counter", "gauge", "histogram"].contains(&kind.as_str()),
+            "{name}"
+        );
+        for reserved in ["_count", "_sum", "_bucket", "_created"] {
+            assert!(!name.ends_with(reserved), "{name}");
+        }
+        // Quantiles belong to summaries; `state` is the label that churned series.
+        assert!(
+            !labels.contains("quantile") && !labels.contains("state"),
+            "{name}"
+        );
+        assert_eq!(labels.contains("le"), kind == "histogram", "{name}");
+        // Time is in seconds.
+        if name
+            .split('_')
+            .any(|word| word == "time" || word == "latency")
+        {
+            assert!(name.contains("_seconds"), "{name}");
+        }
+    }
+    let undocumented: Vec<&str> = families
+        .iter()
+        .map(|(name, _, _)| name.as_str())
+        .filter(|name| !documentation.contains(&format!("``{name}``")))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "not in Documentation/userspace.rst: {undocumented:?}"
+    );
+    assert_eq!(families.len(), 16, "{families:?}");
+    // Nothing documented is missing from the exposition (no stale names).
+    let documented: BTreeSet<&str> = documentation
+        .split("``")
+        .skip(1)
+        .step_by(2)
+        .filter(|word| {
+            ["nds_runtime_", "nds_device_", "nds_monitor_"]
+                .iter()
+                .any(|prefix| word.starts_with(prefix))
+                && word.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        })
+        .collect();
+    for name in documented {
+        assert!(
+            families.iter().any(|(family, _, _)| family == name),
+            "{name} is documented but not exposed"
+        );
+    }
 }
