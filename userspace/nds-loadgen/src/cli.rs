@@ -46,6 +46,9 @@ pub enum Command {
     /// Run one producer (started by `run`).
     #[command(hide = true)]
     Producer {
+        /// The pid of the `run` that started it: the producer ends with it.
+        #[arg(long)]
+        parent: u32,
         /// The producer's spec as JSON.
         #[arg(long)]
         spec: String,

@@ -89,10 +89,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(*args),
-        Command::Producer { spec } => serde_json::from_str::<ProducerSpec>(&spec)
-            .map_err(|source| Error::Json {
-                path: PathBuf::from("--spec"),
-                source,
+        Command::Producer { parent, spec } => orchestrator::tie_to_parent(parent)
+            .map_err(|e| Error::io("tying the producer to its load generator", e))
+            .and_then(|()| {
+                serde_json::from_str::<ProducerSpec>(&spec).map_err(|source| Error::Json {
+                    path: PathBuf::from("--spec"),
+                    source,
+                })
             })
             .and_then(|spec| producer::run(&spec)),
         Command::Baseline { sysfs_root } => Baseline::capture(&SysfsRoot::new(sysfs_root))

@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
@@ -126,13 +126,11 @@ pub fn run(
             path: PathBuf::from("-"),
             source,
         })?;
-        let mut command = Command::new(exe);
-        command
-            .args(["producer", "--spec", &json])
+        let parent = std::process::id().to_string();
+        let mut child = Command::new(exe)
+            .args(["producer", "--parent", &parent, "--spec", &json])
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped());
-        die_with_parent(&mut command);
-        let mut child = command
+            .stdout(Stdio::piped())
             .spawn()
             .map_err(|e| Error::io(format!("starting {}", exe.display()), e))?;
         let stdin = child.stdin.take();
@@ -178,25 +176,25 @@ pub fn run(
     Ok(summary)
 }
 
-/// Makes the child get SIGTERM when the calling thread ends, however it ends (a SIGTERM or
-/// SIGKILL to the orchestrator must not leave producers running and holding their slabs).
-fn die_with_parent(command: &mut Command) {
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure runs in the child between fork and exec and calls only prctl,
-    // getppid and _exit, which are async-signal-safe; it allocates nothing.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died before the prctl: then nobody would signal.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
+/// Run first by a producer that `run` started as `parent`: it gets SIGTERM when the thread
+/// of `parent` that started it ends, however it ends (a SIGTERM or SIGKILL to the
+/// orchestrator must not leave producers running and holding their slabs), and it ends at once
+/// if `parent` is gone already (then nobody would signal it).
+///
+/// Done by the producer itself rather than between fork and exec: with a `pre_exec` hook the
+/// standard library spawns by another path than `posix_spawn`, and on the test guests' kernels
+/// (musl static binaries) that spawn failed with `ENOSYS` even for an empty hook.
+pub fn tie_to_parent(parent: u32) -> std::io::Result<()> {
+    // SAFETY: prctl with an option and a signal number, no pointers.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    if std::os::unix::process::parent_id() != parent {
+        return Err(std::io::Error::other(format!(
+            "the load generator that started this producer (pid {parent}) has ended"
+        )));
+    }
+    Ok(())
 }
 
 /// Waits until `producer` printed its ready line, or ended (a crashing producer never does).
