@@ -169,6 +169,21 @@ read -r p f < <(libtest_totals "$results/host.log")
 [ "$host_status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 count "$p" "$f" "host tests"
 
+step "host: the tools' input tests against their release binaries (NDS_TOOLS_BIN_DIR)"
+# The release build of a tool has only its own features: dev-dependencies turn features on
+# for the test builds (a regex built without unicode-case passed every debug test).
+if (cd userspace && cargo build --release --locked -p nds-monitor -p nds-top -p nds-loadgen \
+    --color never && NDS_TOOLS_BIN_DIR="$PWD/target/release" \
+    cargo test -p nds-monitor -p nds-top --test inputs --color never 2>&1) |
+    tee "$results/release-inputs.log"; then
+    release_status=0
+else
+    release_status=1
+fi
+read -r p f < <(libtest_totals "$results/release-inputs.log")
+[ "$release_status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+count "$p" "$f" "input tests of the release binaries"
+
 step "host: the seqlock reader under loom (memory orderings)"
 # Its own target directory: --cfg loom rebuilds the crate graph, which must not evict the
 # workspace's normal build.
