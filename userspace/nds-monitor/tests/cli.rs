@@ -19,18 +19,7 @@ fn monitor(scratch: &Scratch) -> Command {
 
 /// The same with every group every `period`.
 fn monitor_every(scratch: &Scratch, period: &str) -> Command {
-    let mut command = Command::new(nds_monitor());
-    command
-        .arg("--slab-dir")
-        .arg(scratch.slabs())
-        .arg("--sysfs-root")
-        .arg(scratch.sys())
-        .arg("--hardware-sysfs-root")
-        .arg(scratch.hardware_root())
-        .arg("--module-dir")
-        .arg(scratch.0.join("module"))
-        .args(["--period", period, "--instance-metadata", "off"]);
-    command
+    scratch.monitor_command(period)
 }
 
 fn parse(text: &str) -> Scrape {

@@ -16,16 +16,8 @@ use common::*;
 /// `nds-monitor serve` over the scratch directory, every group every `period`.
 fn serve(scratch: &Scratch, period: &str, extra: &[&str]) -> Served {
     Served::start(
-        Command::new(nds_monitor())
-            .arg("--slab-dir")
-            .arg(scratch.slabs())
-            .arg("--sysfs-root")
-            .arg(scratch.sys())
-            .arg("--hardware-sysfs-root")
-            .arg(scratch.hardware_root())
-            .arg("--module-dir")
-            .arg(scratch.0.join("module"))
-            .args(["--period", period, "--instance-metadata", "off"])
+        scratch
+            .monitor_command(period)
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(extra),
     )

@@ -50,6 +50,23 @@ impl Scratch {
         self.0.join("sys")
     }
 
+    /// `nds-monitor` on this scratch: its slab files, sysfs trees and module directory, every
+    /// group every `period`, no instance metadata; the caller adds the rest.
+    pub fn monitor_command(&self, period: &str) -> std::process::Command {
+        let mut command = std::process::Command::new(nds_monitor());
+        command
+            .arg("--slab-dir")
+            .arg(self.slabs())
+            .arg("--sysfs-root")
+            .arg(self.sys())
+            .arg("--hardware-sysfs-root")
+            .arg(self.hardware_root())
+            .arg("--module-dir")
+            .arg(self.0.join("module"))
+            .args(["--period", period, "--instance-metadata", "off"]);
+        command
+    }
+
     /// The driver's sysfs tree (absent unless [`Scratch::hardware`] writes it).
     pub fn hardware_root(&self) -> PathBuf {
         self.0.join("driver")
