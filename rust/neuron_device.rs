@@ -56,13 +56,13 @@ impl NeuronDevice {
     /// metrics every `metrics_period_ms` (never if 0); it has no node yet.
     pub(crate) fn new(
         class: Arc<Class>,
-        base_name: &CStr,
+        base_name: &str,
         config: DeviceConfig,
         metrics_period_ms: u32,
     ) -> Result<Self> {
         let index = config.index;
         let state = DeviceState::new(config)?;
-        let name = CString::try_from_fmt(fmt!("{}{index}", base_name.to_str()?))?;
+        let name = CString::try_from_fmt(fmt!("{base_name}{index}"))?;
         let sysfs = SysfsTree::build(class, &name, &state)?;
         let metrics = match metrics_period_ms {
             0 => None,
@@ -78,9 +78,9 @@ impl NeuronDevice {
 
     /// Registers the node `/dev/<base_name><index>`; it refuses opens until
     /// [`Self::start_serving`].
-    pub(crate) fn register_node(&mut self, base_name: &CStr) -> Result {
+    pub(crate) fn register_node(&mut self, base_name: &str) -> Result {
         let index = self.state.0.config().index;
-        let name = CString::try_from_fmt(fmt!("{}{index}", base_name.to_str()?))?;
+        let name = CString::try_from_fmt(fmt!("{base_name}{index}"))?;
         self.node = Some(KBox::pin_init(
             MiscRegistration::register(name, self.state.0.clone()),
             GFP_KERNEL,

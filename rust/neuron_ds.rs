@@ -132,12 +132,23 @@ module_param!(
 /// Upper bound of `devices` and `cores_per_device`.
 const MAX_PARAMETER: u32 = 16;
 
-/// A node or class name is short and made of characters that need no quoting anywhere.
-fn is_valid_name(name: &[u8]) -> bool {
-    (1..=32).contains(&name.len())
-        && name
-            .iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
+/// `name` as text if it is short and made of characters that need no quoting anywhere (a
+/// node or class name); checked once, so that nothing after it has a conversion to fail.
+fn valid_name(name: &CStr) -> Option<&str> {
+    let text = name.to_str().ok()?;
+    let valid = (1..=32).contains(&text.len())
+        && text
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-');
+    valid.then_some(text)
+}
+
+/// A device or core count if it is between 1 and `MAX_PARAMETER`.
+fn valid_count(count: u32) -> Option<usize> {
+    // CAST: a `u32` fits in the `usize` of every target the kernel builds Rust for.
+    (1..=MAX_PARAMETER)
+        .contains(&count)
+        .then_some(count as usize)
 }
 
 /// The loaded module: owns the class and every device.
@@ -149,38 +160,38 @@ struct NeuronDsModule {
 
 impl kernel::Module for NeuronDsModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let device_count = module_parameters::devices.get();
-        let core_count = module_parameters::cores_per_device.get();
-        if !(1..=MAX_PARAMETER).contains(&device_count)
-            || !(1..=MAX_PARAMETER).contains(&core_count)
-        {
+        let (Some(device_count), Some(core_count)) = (
+            valid_count(module_parameters::devices.get()),
+            valid_count(module_parameters::cores_per_device.get()),
+        ) else {
             pr_err!("devices and cores_per_device must be between 1 and {MAX_PARAMETER}\n");
             return Err(EINVAL);
-        }
+        };
         let time_unit_ps = TIME_IN_USE_UNIT_PS.get();
         if time_unit_ps == 0 {
             pr_err!("time_in_use_unit_ps must be at least 1\n");
             return Err(EINVAL);
         }
-        let node_name = NODE_NAME.get().unwrap_or(c"neuron");
         let class_name = CLASS_NAME.get().unwrap_or(c"neuron_device");
-        if !is_valid_name(node_name.to_bytes()) || !is_valid_name(class_name.to_bytes()) {
+        let (Some(node_name), Some(class_text)) = (
+            valid_name(NODE_NAME.get().unwrap_or(c"neuron")),
+            valid_name(class_name),
+        ) else {
             pr_err!("node_name and class_name must be 1 to 32 characters of [a-z0-9_-]\n");
             return Err(EINVAL);
-        }
+        };
         let class = Class::new(class_name).inspect_err(|err| {
             if *err == EEXIST {
                 pr_err!(
-                    "class {} exists (the Neuron driver?); load with class_name= and node_name=\n",
-                    class_name.to_str().unwrap_or("?")
+                    "class {class_text} exists (the Neuron driver?); load with class_name= and node_name=\n"
                 );
             }
         })?;
         let mut devices = KVec::new();
-        for index in 0..usize::try_from(device_count)? {
+        for index in 0..device_count {
             let config = device::DeviceConfig {
                 index,
-                core_count: usize::try_from(core_count)?,
+                core_count,
                 time_unit_ps,
                 strict_reader_mappings: STRICT_READER_MAPPINGS.get(),
                 accept_unknown_metrics_modes: METRICS_CTRL_ACCEPT_UNKNOWN.get(),
@@ -202,11 +213,7 @@ impl kernel::Module for NeuronDsModule {
         for device in devices.iter() {
             device.start_serving();
         }
-        pr_info!(
-            "{device_count} devices /dev/{}N in class {}\n",
-            node_name.to_str().unwrap_or("?"),
-            class.name().to_str().unwrap_or("?")
-        );
+        pr_info!("{device_count} devices /dev/{node_name}N in class {class_text}\n");
         Ok(Self {
             _devices: devices,
             _class: class,

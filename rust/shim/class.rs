@@ -23,15 +23,10 @@ use kernel::{
 ///
 /// # Invariants
 ///
-/// `raw` came from `class_create` and is destroyed exactly once, in `drop`; its name is
-/// `name`, which lives as long as the module.
+/// `raw` came from `class_create` and is destroyed exactly once, in `drop`; its name lives as
+/// long as the module.
 pub(crate) struct Class {
     raw: NonNull<bindings::class>,
-    /// The class keeps a pointer to it: module memory (a literal or a module parameter), which
-    /// outlives the class. `class_destroy` releases the class before it returns unless a
-    /// reference to the class's kobject is still held elsewhere (only a debug kernel's delayed
-    /// kobject release does that), and the release reads the name only for `pr_debug`.
-    name: &'static CStr,
 }
 
 // SAFETY: classes may be used and destroyed from any thread.
@@ -41,17 +36,17 @@ unsafe impl Sync for Class {}
 
 impl Class {
     /// Creates class `name`; `EEXIST` if a class of that name exists.
+    ///
+    /// The class keeps a pointer to `name`: module memory (a literal or a module parameter),
+    /// which outlives the class. `class_destroy` releases the class before it returns unless a
+    /// reference to the class's kobject is still held elsewhere (only a debug kernel's delayed
+    /// kobject release does that), and the release reads the name only for `pr_debug`.
     pub(crate) fn new(name: &'static CStr) -> Result<Arc<Self>> {
         // SAFETY: `name` is NUL-terminated and lives as long as the module (`'static`).
         let raw = from_err_ptr(unsafe { bindings::class_create(name.as_char_ptr()) })?;
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
-        // INVARIANT: the class was just created with `name`.
-        Ok(Arc::new(Self { raw, name }, GFP_KERNEL)?)
-    }
-
-    /// The class name.
-    pub(crate) fn name(&self) -> &'static CStr {
-        self.name
+        // INVARIANT: the class was just created with `name`, which is `'static`.
+        Ok(Arc::new(Self { raw }, GFP_KERNEL)?)
     }
 }
 

@@ -7,8 +7,14 @@
 //! environment names a directory (`NEURON_DS_KCOV_DIR`): [`Collector::from_env`] starts
 //! tracing and [`Collector::save`] writes the points reached, as offsets into the module's
 //! sections, to a file of its own there. `ds-coverage` adds the files up.
+//!
+//! The guest test suites take part another way: with `NEURON_DS_KCOV_THREADS` naming the
+//! directory, every thread that opens a device (or issues an ioctl) through this crate's
+//! helpers collects ([`follow_thread`]) and saves when it exits ([`save_thread`] for a main
+//! thread, whose thread-locals are never dropped).
 
 use std::{
+    cell::RefCell,
     collections::{BTreeMap, HashSet},
     fs,
     io::{self, Write},
@@ -18,6 +24,8 @@ use std::{
 
 /// The environment variable naming the directory coverage files go to.
 pub const DIR_VAR: &str = "NEURON_DS_KCOV_DIR";
+/// The environment variable naming the directory the followed threads' files go to.
+pub const THREADS_VAR: &str = "NEURON_DS_KCOV_THREADS";
 /// `KCOV_INIT_TRACE`: `_IOR('c', 1, unsigned long)`.
 const KCOV_INIT_TRACE: u32 = 0x8008_6301;
 /// `KCOV_ENABLE`: `_IO('c', 100)`.
@@ -304,6 +312,64 @@ impl Drop for Collector {
             libc::close(self.fd);
         }
     }
+}
+
+/// What following the calling thread came to.
+enum Followed {
+    Collecting(Collector),
+    /// The variable is not set, or KCOV could not be opened for this thread (said once).
+    Not,
+}
+
+impl Drop for Followed {
+    fn drop(&mut self) {
+        if let Followed::Collecting(collector) = self {
+            collector.save();
+        }
+    }
+}
+
+thread_local! {
+    static FOLLOWED: RefCell<Option<Followed>> = const { RefCell::new(None) };
+}
+
+/// With `NEURON_DS_KCOV_THREADS` set, starts collecting for the calling thread the first
+/// time, and drains its buffer (which holds every point passed, not every distinct one) the
+/// next times, so that a long test does not fill it. The file is tagged with the program's
+/// name.
+pub fn follow_thread() {
+    FOLLOWED.with_borrow_mut(|followed| match followed {
+        Some(Followed::Collecting(collector)) => {
+            collector.drain();
+        }
+        Some(Followed::Not) => {}
+        None => {
+            let Ok(dir) = std::env::var(THREADS_VAR) else {
+                *followed = Some(Followed::Not);
+                return;
+            };
+            let program = std::env::current_exe()
+                .ok()
+                .and_then(|path| path.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "guest".to_owned());
+            *followed = Some(match Collector::start(&dir, &program) {
+                Ok(collector) => Followed::Collecting(collector),
+                Err(e) => {
+                    eprintln!("kcov: not following this thread of {program}: {e}");
+                    Followed::Not
+                }
+            });
+        }
+    });
+}
+
+/// Saves what the calling thread reached since [`follow_thread`] started, if it did.
+pub fn save_thread() {
+    FOLLOWED.with_borrow_mut(|followed| {
+        if let Some(Followed::Collecting(collector)) = followed {
+            collector.save();
+        }
+    });
 }
 
 #[cfg(test)]

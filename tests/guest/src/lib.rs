@@ -128,6 +128,7 @@ pub fn monotonic_ns() -> u64 {
 
 /// Opens `path` read-write, as a producer would.
 pub fn open_device(path: &str) -> io::Result<File> {
+    kcov::follow_thread();
     OpenOptions::new().read(true).write(true).open(path)
 }
 
@@ -136,6 +137,7 @@ pub fn open_device(path: &str) -> io::Result<File> {
 /// `cmd` is cast to the C library's request type, which is `int` on musl: the bits are
 /// what the kernel sees either way.
 pub fn ioctl(file: &File, cmd: u32, arg: usize) -> io::Result<i32> {
+    kcov::follow_thread();
     // SAFETY: the commands under test either ignore `arg` or treat it as a user pointer
     // that the kernel validates; a bad pointer yields EFAULT, never memory corruption here.
     let ret = unsafe { libc::ioctl(file.as_raw_fd(), cmd as libc::Ioctl, arg) };

@@ -129,6 +129,8 @@ struct Fuzzer {
     devzero: i32,
     helpers: Vec<(i32, i32)>,
     own_pid: i32,
+    /// What each device's `info/notify_delay` last took from us (nothing else writes it).
+    notify_delays: [Option<&'static str>; DEVICES],
 }
 
 /// The ioctl numbers around ours: other nr, type, size and direction bits.
@@ -193,6 +195,7 @@ impl Fuzzer {
             rng: Rng::new(seed),
             seed,
             calls: 0,
+            notify_delays: [None; DEVICES],
             classes: BTreeMap::new(),
             files: Vec::new(),
             grants: BTreeMap::new(),
@@ -949,6 +952,16 @@ impl Fuzzer {
                 if accepted != matches!(delay, "-1" | "0" | "7") {
                     self.violation(format!("{path} took {delay:?}: {accepted}"));
                 }
+                if accepted {
+                    self.notify_delays[device] = Some(delay);
+                }
+                // A refused value changes nothing: it reads back what it last took.
+                let shown = fs::read_to_string(&path);
+                if let Some(last) = self.notify_delays[device] {
+                    if shown.as_deref().map(str::trim).ok() != Some(last) {
+                        self.violation(format!("{path} reads {shown:?}, not {last:?}"));
+                    }
+                }
                 let total = format!(
                     "{}/neuron_core0/stats/status/success/total",
                     sysfs_device(device)
@@ -979,6 +992,7 @@ impl Fuzzer {
             if fs::write(&path, "-1").is_err() {
                 self.violation(format!("turning {path} off"));
             }
+            self.notify_delays[device] = Some("-1");
         }
     }
 

@@ -8,10 +8,16 @@
 //!   pages of the mapping still mapped afterwards;
 //! * `write`: writes 666 into counter 1 of core 0 through the mapping, prints `wrote`.
 
-use neuron_ds_guest_tests::{acquire, nc_offset, open_device, release, Mapping, SLAB_SIZE};
+use neuron_ds_guest_tests::{acquire, kcov, nc_offset, open_device, release, Mapping, SLAB_SIZE};
 use std::io::{self, BufRead, Write};
 
 fn main() -> io::Result<()> {
+    let result = produce();
+    kcov::save_thread();
+    result
+}
+
+fn produce() -> io::Result<()> {
     let mut args = std::env::args().skip(1);
     let device = args
         .next()

@@ -34,7 +34,7 @@
 //! mapping); a mapping that shows nothing of any tenure reads all zeros.
 
 use neuron_ds_guest_tests::{
-    acquire, device_path, identity::Identity, nc_offset, open_device, release, slab_offset,
+    acquire, device_path, identity::Identity, kcov, nc_offset, open_device, release, slab_offset,
     slots_on, Mapping, GENERATION_OFFSET, SLAB_SIZE,
 };
 use std::{
@@ -121,6 +121,7 @@ fn own(file: &File, marker: u64) -> io::Result<(Mapping, u64)> {
 
 /// Executes this program's `after-exec` mode at `path`, keeping `file` open across it.
 fn exec_after(path: &str, file: &File, marker: &str) -> io::Error {
+    kcov::save_thread();
     let fd = file.as_raw_fd();
     // SAFETY: clearing FD_CLOEXEC on a descriptor this process owns.
     unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
@@ -261,6 +262,7 @@ fn run(mode: &str, args: &[String]) -> io::Result<()> {
                     ("exec-owner", ["exec", path, marker]) => Err(exec_after(path, &file, marker)),
                     ("thread-exec", ["exec", marker]) => {
                         let marker = marker.to_string();
+                        kcov::save_thread();
                         let fd = file.as_raw_fd();
                         // SAFETY: clearing FD_CLOEXEC on a descriptor this process owns.
                         unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
@@ -375,7 +377,9 @@ fn main() {
             exit(2);
         }
     }
-    if let Err(e) = run(mode, &args[2..]) {
+    let result = run(mode, &args[2..]);
+    kcov::save_thread();
+    if let Err(e) = result {
         eprintln!("ds-tenure {mode}: {e}");
         exit(1);
     }
