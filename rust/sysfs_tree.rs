@@ -161,13 +161,14 @@ impl SysfsFiles for DatastoreFiles {
     }
 }
 
-/// Every sysfs directory of one device; dropping it removes them, children first (fields and
-/// vector elements drop in order, and each core's directories are pushed innermost first),
-/// after the device forgets the counter files' notifiers.
+/// Every sysfs directory of one device; dropping it removes them, children first (fields,
+/// vector and array elements drop in order, and each core's directories are listed innermost
+/// first), after the device forgets the counter files' notifiers.
 pub(crate) struct SysfsTree {
     device: Arc<DeviceState>,
     _counters: KVec<SysfsNode<CounterFiles>>,
-    _dirs: KVec<SysfsDir>,
+    /// Per core: `other_info`, `status`, `stats`, `neuron_coreN`.
+    _dirs: KVec<[SysfsDir; 4]>,
     _datastore: SysfsNode<DatastoreFiles>,
     _info: SysfsNode<InfoFiles>,
     _device: ClassDevice<DeviceInfo>,
@@ -227,9 +228,7 @@ impl SysfsTree {
                 notifiers.push([notifier(TOTAL)?, notifier(PRESENT)?], GFP_KERNEL)?;
                 counters.push(node, GFP_KERNEL)?;
             }
-            for dir in [other_info, status, stats, core_dir] {
-                dirs.push(dir, GFP_KERNEL)?;
-            }
+            dirs.push([other_info, status, stats, core_dir], GFP_KERNEL)?;
         }
         device.set_counter_notifiers(notifiers);
         Ok(Self {

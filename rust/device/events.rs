@@ -19,13 +19,13 @@ use super::{
 };
 use crate::{
     abi::metrics::MetricPost,
-    shim::sysfs::SysfsNotifier,
+    shim::{
+        sysfs::SysfsNotifier,
+        workqueue::cancel_delayed_work_sync, //
+    },
     state::{
         notify::Notify,
-        totals::{
-            MAX_CORES,
-            NODE_COUNT, //
-        },
+        totals::NODE_COUNT, //
     },
 };
 use kernel::{
@@ -54,14 +54,11 @@ impl WorkItem<NOTIFY_WORK> for DeviceState {
 impl DeviceState {
     /// Notifies the pollers of every counter file that changed since the last notification.
     fn notify_changed(&self) {
-        let mut changed = [0; MAX_CORES];
-        {
+        let changed = {
             let mut inner = self.inner.lock();
             inner.notify.on_notify(self.now_ms());
-            for (core, bits) in changed.iter_mut().enumerate() {
-                *bits = inner.totals.take_changed(core);
-            }
-        }
+            inner.totals.take_changed()
+        };
         let notifiers = self.notifiers.lock();
         let files = notifiers.chunks(NODE_COUNT);
         for (bits, files) in changed.iter().zip(files) {
@@ -82,9 +79,8 @@ impl DeviceState {
     /// (with notification off, the changes are forgotten).
     pub(super) fn counters_changed(inner: &mut Inner, now_ms: u64) -> Notify {
         if !inner.notify.is_on() {
-            for core in 0..MAX_CORES {
-                inner.totals.take_changed(core);
-            }
+            // Forgotten: nobody is notified of them, now or later.
+            inner.totals.take_changed();
         }
         inner.notify.on_change(now_ms)
     }
@@ -115,9 +111,22 @@ impl DeviceState {
         self.inner.lock().notify.delay_ms()
     }
 
-    /// Sets `info/notify_delay`; `EINVAL` outside -1 to a day.
-    pub(crate) fn set_notify_delay(&self, delay_ms: i64) -> Result {
-        self.inner.lock().notify.set_delay_ms(delay_ms)
+    /// Sets `info/notify_delay`; `EINVAL` outside -1 to a day. A notification already queued
+    /// is queued again where the new delay puts it.
+    pub(crate) fn set_notify_delay(self: &Arc<Self>, delay_ms: i64) -> Result {
+        let due = self
+            .inner
+            .lock()
+            .notify
+            .set_delay_ms(delay_ms, self.now_ms())?;
+        if due != Notify::Nothing {
+            // Queued work keeps its time, so it is taken off the queue first (waiting for a
+            // run in progress, which takes the lock released above). If that run went out in
+            // between, the one queued here finds nothing changed and notifies no one.
+            cancel_delayed_work_sync::<_, NOTIFY_WORK>(self);
+            self.schedule_notify(due);
+        }
+        Ok(())
     }
 
     /// Up to `max` metric posts from sequence number `from` on; if there is none yet, waits

@@ -218,11 +218,12 @@ impl MetricsState {
             .iter()
             .position(|s| *s == source)
             .and_then(|i| self.versions.get(i));
-        let rank = match rank {
-            VersionRank::First => 0,
-            VersionRank::Second => 1,
+        let [first, second] = history?.top_two();
+        let word = match rank {
+            VersionRank::First => first,
+            VersionRank::Second => second,
         };
-        let version = VersionWord::from_word(history?.ranked(rank)?);
+        let version = VersionWord::from_word(word?);
         Some(match field {
             VersionField::Version => PostValue::format(fmt!(
                 "{}.{}.{}",

@@ -50,6 +50,7 @@ pub(crate) type ChangedCounters = u64;
 const _: () = assert!(NODE_COUNT <= ChangedCounters::BITS as usize);
 
 /// The totals of one core.
+#[derive(Clone)]
 struct CoreTotals {
     /// Per counter: what released slabs added since load or the last reset.
     released: [u64; NODE_COUNT],
@@ -70,19 +71,13 @@ pub(crate) struct DeviceTotals {
 impl DeviceTotals {
     /// Zeroed totals for `core_count` cores.
     pub(crate) fn new(core_count: usize) -> Result<Self> {
-        let mut cores = KVec::with_capacity(core_count, GFP_KERNEL)?;
-        for _ in 0..core_count {
-            cores.push(
-                CoreTotals {
-                    released: [0; NODE_COUNT],
-                    present: [0; NODE_COUNT],
-                    changed: 0,
-                },
-                GFP_KERNEL,
-            )?;
-        }
+        let zero = CoreTotals {
+            released: [0; NODE_COUNT],
+            present: [0; NODE_COUNT],
+            changed: 0,
+        };
         Ok(Self {
-            cores,
+            cores: KVec::from_elem(zero, core_count, GFP_KERNEL)?,
             baselines: KBox::init(
                 PerSlot::try_init(|_| {
                     Ok(KVec::from_elem([0; NODE_COUNT], core_count, GFP_KERNEL)?)
@@ -163,11 +158,14 @@ impl DeviceTotals {
         Ok(())
     }
 
-    /// The counters of `core` whose files changed since the last call, forgetting them.
-    pub(crate) fn take_changed(&mut self, core: usize) -> ChangedCounters {
-        self.cores
-            .get_mut(core)
-            .map_or(0, |totals| core::mem::take(&mut totals.changed))
+    /// Per core, the counters whose files changed since the last call (none for a core the
+    /// device does not have), forgetting them.
+    pub(crate) fn take_changed(&mut self) -> [ChangedCounters; MAX_CORES] {
+        let mut changed = [0; MAX_CORES];
+        for (bits, totals) in changed.iter_mut().zip(self.cores.iter_mut()) {
+            *bits = core::mem::take(&mut totals.changed);
+        }
+        changed
     }
 }
 
@@ -379,17 +377,18 @@ mod tests {
             count,
         };
         totals.add_release(slot(0)?, &only(3));
-        assert_eq!(totals.take_changed(0), 0);
-        assert_eq!(totals.take_changed(1), 1 << success);
-        assert_eq!(totals.take_changed(1), 0);
+        let changed = totals.take_changed();
+        assert_eq!((changed[0], changed[1]), (0, 1 << success));
+        assert_eq!(totals.take_changed()[1], 0);
         // The next release adds nothing: `present` goes back to 0, which is a change.
         totals.add_release(slot(1)?, &only(0));
-        assert_eq!(totals.take_changed(1), 1 << success);
+        assert_eq!(totals.take_changed()[1], 1 << success);
         totals.add_release(slot(2)?, &only(0));
-        assert_eq!(totals.take_changed(1), 0);
+        assert_eq!(totals.take_changed()[1], 0);
         totals.reset(0, timeout, none())?;
-        assert_eq!(totals.take_changed(0), 1 << timeout);
-        assert_eq!(totals.take_changed(5), 0);
+        let changed = totals.take_changed();
+        assert_eq!(changed[0], 1 << timeout);
+        assert!(changed[1..].iter().all(|bits| *bits == 0));
         Ok(())
     }
 }

@@ -32,39 +32,25 @@ impl VersionHistory {
             self.len += 1;
             return;
         }
-        let mut least = 0;
-        for (index, (_, count)) in self.entries.iter().enumerate() {
-            if *count < self.entries.get(least).map_or(u64::MAX, |e| e.1) {
-                least = index;
-            }
-        }
-        if let Some(entry) = self.entries.get_mut(least) {
-            *entry = (word, 1);
+        // `min_by_key` returns the first of equal minima.
+        if let Some(least) = self.entries.iter_mut().min_by_key(|(_, count)| *count) {
+            *least = (word, 1);
         }
     }
 
-    /// The `rank`-th most used version (0: the most used); ties go to the earlier entry.
-    pub(crate) fn ranked(&self, rank: usize) -> Option<u64> {
-        let used = self.entries.get(..self.len)?;
-        let mut taken = [false; CAPACITY];
-        let mut pick = None;
-        for _ in 0..=rank {
-            pick = None;
-            for (index, (word, count)) in used.iter().enumerate() {
-                let better = match pick {
-                    None => true,
-                    Some((_, _, best)) => *count > best,
-                };
-                if !taken.get(index).copied().unwrap_or(true) && better {
-                    pick = Some((index, *word, *count));
-                }
-            }
-            let (index, _, _) = pick?;
-            if let Some(flag) = taken.get_mut(index) {
-                *flag = true;
+    /// The most used version and the next one, if seen; ties go to the earlier entry.
+    pub(crate) fn top_two(&self) -> [Option<u64>; 2] {
+        // (word, count) of each.
+        let mut first: Option<(u64, u64)> = None;
+        let mut second = None;
+        for &(word, count) in self.entries.iter().take(self.len) {
+            if first.is_none_or(|(_, most)| count > most) {
+                (first, second) = (Some((word, count)), first);
+            } else if second.is_none_or(|(_, next)| count > next) {
+                second = Some((word, count));
             }
         }
-        pick.map(|(_, word, _)| word)
+        [first, second].map(|entry| entry.map(|(word, _)| word))
     }
 
     /// Forgets everything (a new period starts).
@@ -83,21 +69,23 @@ mod tests {
         for word in [7, 9, 9, 5, 9, 5] {
             history.observe(word);
         }
-        assert_eq!(history.ranked(0), Some(9));
-        assert_eq!(history.ranked(1), Some(5));
-        assert_eq!(history.ranked(2), Some(7));
-        assert_eq!(history.ranked(3), None);
+        assert_eq!(history.top_two(), [Some(9), Some(5)]);
+        // A later entry used as often as the second does not displace it.
+        for word in [3, 3] {
+            history.observe(word);
+        }
+        assert_eq!(history.top_two(), [Some(9), Some(5)]);
     }
 
     #[test]
     fn zero_is_not_a_version_and_ties_keep_the_earlier_one() {
         let mut history = VersionHistory::default();
         history.observe(0);
-        assert_eq!(history.ranked(0), None);
+        assert_eq!(history.top_two(), [None, None]);
         history.observe(3);
+        assert_eq!(history.top_two(), [Some(3), None]);
         history.observe(4);
-        assert_eq!(history.ranked(0), Some(3));
-        assert_eq!(history.ranked(1), Some(4));
+        assert_eq!(history.top_two(), [Some(3), Some(4)]);
     }
 
     #[test]
@@ -113,12 +101,10 @@ mod tests {
         history.observe(100);
         history.observe(100);
         history.observe(100);
-        assert_eq!(history.ranked(0), Some(100));
+        assert_eq!(history.top_two(), [Some(100), Some(1)]);
         // 6 was the least used and made room for 100.
-        for rank in 0..8 {
-            assert_ne!(history.ranked(rank), Some(6));
-        }
+        assert!(history.entries.iter().all(|(word, _)| *word != 6));
         history.clear();
-        assert_eq!(history.ranked(0), None);
+        assert_eq!(history.top_two(), [None, None]);
     }
 }

@@ -10,7 +10,7 @@
 //!
 //! The guest test suites take part another way: with `NEURON_DS_KCOV_THREADS` naming the
 //! directory, every thread that opens a device (or issues an ioctl) through this crate's
-//! helpers collects ([`follow_thread`]) and saves when it exits ([`save_thread`] for a main
+//! helpers collects ([`follow_thread`]) and saves when it exits ([`end_thread`] for a main
 //! thread, whose thread-locals are never dropped).
 
 use std::{
@@ -30,6 +30,8 @@ pub const THREADS_VAR: &str = "NEURON_DS_KCOV_THREADS";
 const KCOV_INIT_TRACE: u32 = 0x8008_6301;
 /// `KCOV_ENABLE`: `_IO('c', 100)`.
 const KCOV_ENABLE: u32 = 0x6364;
+/// `KCOV_DISABLE`: `_IO('c', 101)`.
+const KCOV_DISABLE: u32 = 0x6365;
 /// `KCOV_REMOTE_ENABLE`: `_IOW('c', 102, struct kcov_remote_arg)`, 24 bytes without handles.
 const KCOV_REMOTE_ENABLE: u32 = 0x4018_6366;
 /// Words each worker run may trace before its points are appended to the buffer.
@@ -306,8 +308,12 @@ impl Collector {
 
 impl Drop for Collector {
     fn drop(&mut self) {
-        // SAFETY: our own mapping and descriptor, released once; closing disables tracing.
+        // Closing alone leaves the task attached to the buffer until it exits, so that an
+        // exec'd image could not start its own (EBUSY). Disabling works only from the task
+        // that enabled it, where collectors are dropped; elsewhere it fails harmlessly.
+        // SAFETY: our own mapping and descriptor, released once.
         unsafe {
+            libc::ioctl(self.fd, KCOV_DISABLE as libc::Ioctl, 0);
             libc::munmap(self.area.as_ptr().cast(), WORDS * 8);
             libc::close(self.fd);
         }
@@ -363,12 +369,12 @@ pub fn follow_thread() {
     });
 }
 
-/// Saves what the calling thread reached since [`follow_thread`] started, if it did.
-pub fn save_thread() {
+/// Saves what the calling thread reached since [`follow_thread`] started, if it did, and
+/// stops following it (before an exec, whose image follows itself, or at a main thread's
+/// end); a later [`follow_thread`] starts again.
+pub fn end_thread() {
     FOLLOWED.with_borrow_mut(|followed| {
-        if let Some(Followed::Collecting(collector)) = followed {
-            collector.save();
-        }
+        followed.take();
     });
 }
 

@@ -411,6 +411,24 @@ fn a_counters_pollers_are_woken_as_notify_delay_says() {
             "the three releases of the window were one notification"
         );
     }
+    {
+        // A change waiting out a day's window goes out as soon as a shorter delay is set, not
+        // a day later.
+        let _delay = NotifyDelay::set(86_400_000);
+        let total = armed_total();
+        release_successes(2);
+        assert_eq!(
+            poll_one(&total, pri, Duration::from_millis(500)) & pri,
+            0,
+            "a day's window since the last notification is not over"
+        );
+        fs::write(&info, "0").unwrap();
+        assert_ne!(
+            poll_one(&total, pri, Duration::from_secs(2)) & pri,
+            0,
+            "the waiting change went out when the delay became 0"
+        );
+    }
 }
 
 #[test]

@@ -92,39 +92,67 @@ fn read_sites(path: &str) -> Sites {
 /// Places addresses traced while the module was loaded but whose sections were not known (a
 /// load that failed before its sections could be read). Each code section of that load
 /// started somewhere: for each section, the start that puts the most addresses on its points
-/// is taken (tried from the first few addresses left, each against every point), provided it
-/// explains two addresses at least. Returns the placed points and the addresses left over.
+/// is found (tried from addresses spread over the whole range, so that every section's
+/// cluster of addresses has one, each against every point). Then the sections claim their
+/// addresses, the one that explains the most first, each only if it still explains two at
+/// least: a section with few points cannot take by chance the addresses of one that explains
+/// many. Returns the placed points and the addresses left over.
 fn place(addresses: &[u64], sites: &Sites) -> (Vec<Site>, Vec<u64>) {
-    const ANCHORS: usize = 4;
+    const ANCHORS: usize = 8;
+    let mut sections: BTreeMap<&str, HashSet<u64>> = BTreeMap::new();
+    for (section, offset) in sites.counted.keys().chain(sites.kunit.iter()) {
+        sections
+            .entry(section.as_str())
+            .or_default()
+            .insert(*offset);
+    }
+    let mut sorted = addresses.to_vec();
+    sorted.sort_unstable();
+    let anchors: Vec<u64> = sorted
+        .iter()
+        .step_by(sorted.len().div_ceil(ANCHORS).max(1))
+        .copied()
+        .collect();
+    let on_points = |points: &HashSet<u64>, start: u64, address: u64| {
+        address
+            .checked_sub(start)
+            .is_some_and(|offset| points.contains(&offset))
+    };
+    let mut best: Vec<(usize, u64, &str)> = sections
+        .iter()
+        .filter_map(|(&section, points)| {
+            anchors
+                .iter()
+                .flat_map(|&anchor| points.iter().filter_map(move |&p| anchor.checked_sub(p)))
+                .map(|start| {
+                    let hits = addresses
+                        .iter()
+                        .filter(|&&a| on_points(points, start, a))
+                        .count();
+                    (hits, start, section)
+                })
+                .max()
+        })
+        .collect();
+    best.sort_unstable_by(|a, b| b.cmp(a));
     let mut left: Vec<u64> = addresses.to_vec();
     let mut placed = Vec::new();
-    let all = || sites.counted.keys().chain(sites.kunit.iter());
-    let sections: BTreeSet<&str> = all().map(|(section, _)| section.as_str()).collect();
-    for section in sections {
-        let offsets: HashSet<u64> = all()
-            .filter(|(s, _)| s == section)
-            .map(|(_, offset)| *offset)
-            .collect();
-        let hits = |start: u64| {
-            left.iter()
-                .filter(|&&a| a.checked_sub(start).is_some_and(|o| offsets.contains(&o)))
-                .count()
-        };
-        let best = left
+    for (_, start, section) in best {
+        let points = &sections[section];
+        if left
             .iter()
-            .take(ANCHORS)
-            .flat_map(|&anchor| offsets.iter().filter_map(move |&o| anchor.checked_sub(o)))
-            .map(|start| (hits(start), start))
-            .max();
-        let Some((2.., start)) = best else {
+            .filter(|&&a| on_points(points, start, a))
+            .count()
+            < 2
+        {
             continue;
-        };
-        left.retain(|&a| match a.checked_sub(start) {
-            Some(offset) if offsets.contains(&offset) => {
-                placed.push((section.to_owned(), offset));
-                false
+        }
+        left.retain(|&a| {
+            if !on_points(points, start, a) {
+                return true;
             }
-            _ => true,
+            placed.push((section.to_owned(), a - start));
+            false
         });
     }
     (placed, left)
@@ -429,5 +457,36 @@ mod tests {
             [(".text".to_owned(), 0x10), (".text".to_owned(), 0x30)]
         );
         assert_eq!(left, [0x9005, 0x7777]);
+    }
+
+    #[test]
+    fn a_section_with_few_points_cannot_take_the_addresses_of_one_that_explains_more() {
+        let mut sites = Sites {
+            counted: BTreeMap::new(),
+            unreferenced: BTreeSet::new(),
+            kunit: BTreeSet::new(),
+        };
+        for offset in [0x10, 0x20, 0x30, 0x40, 0x50] {
+            sites
+                .counted
+                .insert((".text".into(), offset), point("f", None, false));
+        }
+        // Two points 0x10 apart: at start 0x100b they would explain 0x1010 and 0x1020.
+        for offset in [0x5, 0x15] {
+            sites
+                .counted
+                .insert((".init.text".into(), offset), point("init", None, false));
+        }
+        // The first addresses are all of .text; .init.text's two come last, far away.
+        let addresses = [0x1010, 0x1020, 0x1030, 0x1040, 0x1050, 0x9005, 0x9015];
+        let (mut placed, left) = place(&addresses, &sites);
+        placed.sort();
+        let expected: Vec<Site> = [(".init.text", 0x5), (".init.text", 0x15)]
+            .into_iter()
+            .chain([0x10, 0x20, 0x30, 0x40, 0x50].map(|o| (".text", o)))
+            .map(|(section, offset)| (section.to_owned(), offset))
+            .collect();
+        assert_eq!(placed, expected);
+        assert!(left.is_empty(), "{left:x?}");
     }
 }

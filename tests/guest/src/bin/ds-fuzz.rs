@@ -946,10 +946,23 @@ impl Fuzzer {
                 }
             }
             _ => {
-                let delay = self.rng.pick(&["-1", "0", "7", "-2", "x"]);
+                // Taken: off, now, a few ms, whitespace around, a day. Refused: other negative
+                // numbers, text, more than a day, more than 8 digits.
+                let delay = self.rng.pick(&[
+                    "-1",
+                    "0",
+                    "7",
+                    " 250\n",
+                    "86400000",
+                    "-2",
+                    "x",
+                    "12a",
+                    "86400001",
+                    "123456789",
+                ]);
                 let path = format!("{}/info/notify_delay", sysfs_device(device));
                 let accepted = fs::write(&path, delay).is_ok();
-                if accepted != matches!(delay, "-1" | "0" | "7") {
+                if accepted != matches!(delay, "-1" | "0" | "7" | " 250\n" | "86400000") {
                     self.violation(format!("{path} took {delay:?}: {accepted}"));
                 }
                 if accepted {
@@ -958,7 +971,7 @@ impl Fuzzer {
                 // A refused value changes nothing: it reads back what it last took.
                 let shown = fs::read_to_string(&path);
                 if let Some(last) = self.notify_delays[device] {
-                    if shown.as_deref().map(str::trim).ok() != Some(last) {
+                    if shown.as_deref().map(str::trim).ok() != Some(last.trim()) {
                         self.violation(format!("{path} reads {shown:?}, not {last:?}"));
                     }
                 }

@@ -13,7 +13,7 @@ use std::io::{self, BufRead, Write};
 
 fn main() -> io::Result<()> {
     let result = produce();
-    kcov::save_thread();
+    kcov::end_thread();
     result
 }
 

@@ -121,7 +121,7 @@ fn own(file: &File, marker: u64) -> io::Result<(Mapping, u64)> {
 
 /// Executes this program's `after-exec` mode at `path`, keeping `file` open across it.
 fn exec_after(path: &str, file: &File, marker: &str) -> io::Error {
-    kcov::save_thread();
+    kcov::end_thread();
     let fd = file.as_raw_fd();
     // SAFETY: clearing FD_CLOEXEC on a descriptor this process owns.
     unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
@@ -262,7 +262,7 @@ fn run(mode: &str, args: &[String]) -> io::Result<()> {
                     ("exec-owner", ["exec", path, marker]) => Err(exec_after(path, &file, marker)),
                     ("thread-exec", ["exec", marker]) => {
                         let marker = marker.to_string();
-                        kcov::save_thread();
+                        kcov::end_thread();
                         let fd = file.as_raw_fd();
                         // SAFETY: clearing FD_CLOEXEC on a descriptor this process owns.
                         unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
@@ -378,7 +378,7 @@ fn main() {
         }
     }
     let result = run(mode, &args[2..]);
-    kcov::save_thread();
+    kcov::end_thread();
     if let Err(e) = result {
         eprintln!("ds-tenure {mode}: {e}");
         exit(1);
