@@ -92,7 +92,17 @@ section = function = None
 points = []                    # [section, offset, function, ends in a panic]
 block_point = None             # the point of the block being read, until a jump or return
 calls = {}                     # function -> functions it calls, jumps to or takes
+# A direct call or jump, until the next line shows whether a relocation patches its operand:
+# then the operand objdump shows (0, so the next instruction) means nothing and the relocation
+# names the target. (calling function, instruction address, function shown)
+direct_pending = None
 for line in listing:
+    reloc = re.match(r"^\s+([0-9a-f]+):\s+R_X86_64_(\w+)\s+(.*)$", line)
+    if direct_pending:
+        caller, address, shown = direct_pending
+        direct_pending = None
+        if not (reloc and address < int(reloc.group(1), 16) <= address + 8):
+            calls[caller].add(shown)
     if line.startswith("Disassembly of section "):
         section = line[len("Disassembly of section "):].rstrip(":")
         continue
@@ -104,7 +114,6 @@ for line in listing:
         continue
     if not (section and function):
         continue
-    reloc = re.match(r"^\s+([0-9a-f]+):\s+R_X86_64_(\w+)\s+(.*)$", line)
     if reloc:
         referred = target(reloc.group(3), reloc.group(2))
         if referred == "__sanitizer_cov_trace_pc":
@@ -116,14 +125,16 @@ for line in listing:
             if block_point and PANIC.search(referred):
                 block_point[3] = True
         continue
-    direct = re.search(r"\s(?:callq?|jmpq?|j\w+)\s+0x[0-9a-f]+ <(.*)>$", line)
+    direct = re.search(r"^\s+([0-9a-f]+):\s+(?:callq?|jmpq?|j\w+)\s+0x[0-9a-f]+ <(.*)>$", line)
     if direct:
-        calls[function].add(symbol(direct.group(1)))
+        direct_pending = (function, int(direct.group(1), 16), symbol(direct.group(2)))
     ends = re.match(r"^\s+[0-9a-f]+:\s+(ud2|j\w+|retq?)\b", line)
     if ends:
         if block_point and ends.group(1) == "ud2":
             block_point[3] = True
         block_point = None
+if direct_pending:
+    calls[direct_pending[0]].add(direct_pending[2])
 
 if not points:
     sys.exit(f"coverage_sites.py: no __sanitizer_cov_trace_pc call in {module} "
