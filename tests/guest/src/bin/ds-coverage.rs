@@ -96,9 +96,13 @@ fn read_sites(path: &str) -> Sites {
 /// cluster of addresses has one, each against every point). Then the sections claim their
 /// addresses, the one that explains the most first, each only if it still explains two at
 /// least: a section with few points cannot take by chance the addresses of one that explains
-/// many. Returns the placed points and the addresses left over.
+/// many. Among starts that explain as many, a page-aligned one is taken: each region of
+/// module memory starts on a page, and its first section (`.text`, `.init.text`) with it; a
+/// few addresses are often explained as well by several starts. Returns the placed points and
+/// the addresses left over.
 fn place(addresses: &[u64], sites: &Sites) -> (Vec<Site>, Vec<u64>) {
     const ANCHORS: usize = 8;
+    const PAGE: u64 = 4096;
     let mut sections: BTreeMap<&str, HashSet<u64>> = BTreeMap::new();
     for (section, offset) in sites.counted.keys().chain(sites.kunit.iter()) {
         sections
@@ -118,7 +122,8 @@ fn place(addresses: &[u64], sites: &Sites) -> (Vec<Site>, Vec<u64>) {
             .checked_sub(start)
             .is_some_and(|offset| points.contains(&offset))
     };
-    let mut best: Vec<(usize, u64, &str)> = sections
+    // (addresses explained, page-aligned, start, section)
+    let mut best: Vec<(usize, bool, u64, &str)> = sections
         .iter()
         .filter_map(|(&section, points)| {
             anchors
@@ -129,7 +134,7 @@ fn place(addresses: &[u64], sites: &Sites) -> (Vec<Site>, Vec<u64>) {
                         .iter()
                         .filter(|&&a| on_points(points, start, a))
                         .count();
-                    (hits, start, section)
+                    (hits, start % PAGE == 0, start, section)
                 })
                 .max()
         })
@@ -137,7 +142,7 @@ fn place(addresses: &[u64], sites: &Sites) -> (Vec<Site>, Vec<u64>) {
     best.sort_unstable_by(|a, b| b.cmp(a));
     let mut left: Vec<u64> = addresses.to_vec();
     let mut placed = Vec::new();
-    for (_, start, section) in best {
+    for (_, _, start, section) in best {
         let points = &sections[section];
         if left
             .iter()
@@ -488,5 +493,27 @@ mod tests {
             .collect();
         assert_eq!(placed, expected);
         assert!(left.is_empty(), "{left:x?}");
+    }
+
+    #[test]
+    fn of_starts_that_explain_as_many_addresses_the_page_aligned_one_is_taken() {
+        let mut sites = Sites {
+            counted: BTreeMap::new(),
+            unreferenced: BTreeSet::new(),
+            kunit: BTreeSet::new(),
+        };
+        // Points 0x100 apart: a load at 0x3000 that reached 0x100 and 0x200 is explained as
+        // well by a start at 0x3100 that put them on 0x000 and 0x100.
+        for offset in [0x0, 0x100, 0x200] {
+            sites
+                .counted
+                .insert((".text".into(), offset), point("f", None, false));
+        }
+        let (placed, left) = place(&[0x3100, 0x3200], &sites);
+        assert_eq!(
+            placed,
+            [(".text".to_owned(), 0x100), (".text".to_owned(), 0x200)]
+        );
+        assert!(left.is_empty());
     }
 }
