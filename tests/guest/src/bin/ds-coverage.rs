@@ -441,21 +441,26 @@ mod tests {
         assert_eq!(reason_for("plain", &sites, &reasons), None);
     }
 
-    #[test]
-    fn addresses_of_a_failed_load_are_placed_where_two_or_more_land_on_points() {
+    /// Sites with counted points at `offsets` of each section (function "f").
+    fn counted_sites(sections: &[(&str, &[u64])]) -> Sites {
         let mut sites = Sites {
             counted: BTreeMap::new(),
             unreferenced: BTreeSet::new(),
             kunit: BTreeSet::new(),
         };
-        for offset in [0x10, 0x20, 0x30] {
-            sites
-                .counted
-                .insert((".text".into(), offset), point("f", None, false));
+        for (section, offsets) in sections {
+            for offset in offsets.iter() {
+                sites
+                    .counted
+                    .insert(((*section).to_owned(), *offset), point("f", None, false));
+            }
         }
         sites
-            .counted
-            .insert((".init.text".into(), 0x5), point("init", None, false));
+    }
+
+    #[test]
+    fn addresses_of_a_failed_load_are_placed_where_two_or_more_land_on_points() {
+        let sites = counted_sites(&[(".text", &[0x10, 0x20, 0x30]), (".init.text", &[0x5])]);
         let (placed, left) = place(&[0x1010, 0x9005, 0x1030, 0x7777], &sites);
         assert_eq!(
             placed,
@@ -466,22 +471,12 @@ mod tests {
 
     #[test]
     fn a_section_with_few_points_cannot_take_the_addresses_of_one_that_explains_more() {
-        let mut sites = Sites {
-            counted: BTreeMap::new(),
-            unreferenced: BTreeSet::new(),
-            kunit: BTreeSet::new(),
-        };
-        for offset in [0x10, 0x20, 0x30, 0x40, 0x50] {
-            sites
-                .counted
-                .insert((".text".into(), offset), point("f", None, false));
-        }
-        // Two points 0x10 apart: at start 0x100b they would explain 0x1010 and 0x1020.
-        for offset in [0x5, 0x15] {
-            sites
-                .counted
-                .insert((".init.text".into(), offset), point("init", None, false));
-        }
+        // Two .init.text points 0x10 apart: at start 0x100b they would explain 0x1010 and
+        // 0x1020.
+        let sites = counted_sites(&[
+            (".text", &[0x10, 0x20, 0x30, 0x40, 0x50]),
+            (".init.text", &[0x5, 0x15]),
+        ]);
         // The first addresses are all of .text; .init.text's two come last, far away.
         let addresses = [0x1010, 0x1020, 0x1030, 0x1040, 0x1050, 0x9005, 0x9015];
         let (mut placed, left) = place(&addresses, &sites);
@@ -497,18 +492,9 @@ mod tests {
 
     #[test]
     fn of_starts_that_explain_as_many_addresses_the_page_aligned_one_is_taken() {
-        let mut sites = Sites {
-            counted: BTreeMap::new(),
-            unreferenced: BTreeSet::new(),
-            kunit: BTreeSet::new(),
-        };
         // Points 0x100 apart: a load at 0x3000 that reached 0x100 and 0x200 is explained as
         // well by a start at 0x3100 that put them on 0x000 and 0x100.
-        for offset in [0x0, 0x100, 0x200] {
-            sites
-                .counted
-                .insert((".text".into(), offset), point("f", None, false));
-        }
+        let sites = counted_sites(&[(".text", &[0x0, 0x100, 0x200])]);
         let (placed, left) = place(&[0x3100, 0x3200], &sites);
         assert_eq!(
             placed,
