@@ -124,21 +124,16 @@ impl SysfsFiles for InfoFiles {
     }
 }
 
-/// `-1` or a decimal number of at most 8 digits, with ASCII whitespace around (the device
-/// refuses more than a day).
+/// `-1` or an unsigned decimal number (the device refuses more than a day), with ASCII
+/// whitespace around.
 fn parse_notify_delay(input: &[u8]) -> Option<i64> {
-    let text = input.trim_ascii();
-    if text == b"-1" {
-        return Some(NOTIFY_OFF);
+    let text = core::str::from_utf8(input.trim_ascii()).ok()?;
+    match text {
+        "-1" => Some(NOTIFY_OFF),
+        // The integer parser also takes a leading `+`, which is not a number of the file's.
+        _ if text.starts_with('+') => None,
+        _ => text.parse::<u32>().ok().map(i64::from),
     }
-    if text.is_empty() || text.len() > 8 {
-        return None;
-    }
-    text.iter().try_fold(0i64, |value, digit| {
-        digit
-            .is_ascii_digit()
-            .then(|| value * 10 + i64::from(digit - b'0'))
-    })
 }
 
 /// The slot table.
@@ -224,8 +219,8 @@ impl SysfsTree {
                 };
                 let name = CString::try_from_fmt(fmt!("{}", counter.name))?;
                 let node = SysfsNode::new(parent, &name, files)?;
-                let notifier = |file| node.notifier(file).ok_or(ENOMEM);
-                notifiers.push([notifier(TOTAL)?, notifier(PRESENT)?], GFP_KERNEL)?;
+                let notifier = |file| node.notifier(&CounterFiles::FILES[file]);
+                notifiers.push([notifier(TOTAL), notifier(PRESENT)], GFP_KERNEL)?;
                 counters.push(node, GFP_KERNEL)?;
             }
             dirs.push([other_info, status, stats, core_dir], GFP_KERNEL)?;
@@ -247,13 +242,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn notify_delay_takes_minus_one_or_a_short_decimal_number() {
+    fn notify_delay_takes_minus_one_or_an_unsigned_decimal_number() {
         for (input, value) in [
             (&b"-1"[..], Some(-1)),
             (b"0\n", Some(0)),
             (b" 250 ", Some(250)),
             (b"86400000", Some(86_400_000)),
-            (b"123456789", None),
+            (b"123456789", Some(123_456_789)),
+            (b"4294967296", None),
+            (b"+5", None),
+            (b" -1 2", None),
+            (b"\xff", None),
             (b"-2", None),
             (b"1.5", None),
             (b"", None),

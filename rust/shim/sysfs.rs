@@ -135,7 +135,7 @@ impl Drop for SysfsDir {
 /// with a pointer to it as the `attr` argument, and `T`'s [`show`] / [`store`] behind them.
 pub(crate) unsafe trait AttributeFlavor {
     /// The C attribute type.
-    type Raw;
+    type Raw: Copy;
     /// The C attribute for `attr`, calling into `T`'s file at the same index.
     fn raw<T: SysfsFiles>(attr: bindings::attribute, show: bool, store: bool) -> Self::Raw;
 }
@@ -160,6 +160,15 @@ struct GroupFile<F: AttributeFlavor, T: SysfsFiles> {
     index: usize,
     served: *const T,
 }
+
+// Not derived: a derive would ask `F` and `T` to be `Clone` too.
+impl<F: AttributeFlavor, T: SysfsFiles> Clone for GroupFile<F, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F: AttributeFlavor, T: SysfsFiles> Copy for GroupFile<F, T> {}
 
 /// The attribute group of a directory's files, and the object that serves them.
 ///
@@ -191,22 +200,31 @@ impl<F: AttributeFlavor, T: SysfsFiles> FileGroup<F, T> {
         let count = T::FILES.len();
         let served = Arc::new(served, GFP_KERNEL)?;
         let served_ptr = Arc::as_ptr(&served);
+        // Every slot is overwritten below; the vectors are allocated whole, at their final
+        // size, so that nothing after the allocations can fail or move a file.
+        let unused = GroupFile {
+            raw: F::raw::<T>(pin_init::zeroed(), false, false),
+            index: 0,
+            served: served_ptr,
+        };
         let mut group = KBox::new(
             Self {
                 group: pin_init::zeroed(),
                 groups: [core::ptr::null(); 2],
-                attrs: KVec::with_capacity(count + 1, GFP_KERNEL)?,
-                files: KVec::with_capacity(count, GFP_KERNEL)?,
+                attrs: KVec::from_elem(null_mut(), count + 1, GFP_KERNEL)?,
+                files: KVec::from_elem(unused, count, GFP_KERNEL)?,
                 _served: served,
                 _flavor: PhantomData,
                 _pinned: PhantomPinned,
             },
             GFP_KERNEL,
         )?;
-        for (index, file) in T::FILES.iter().enumerate() {
+        let this = &mut *group;
+        let files = this.files.iter_mut().zip(T::FILES.iter()).enumerate();
+        for ((index, (slot, file)), attr) in files.zip(this.attrs.iter_mut()) {
             // `struct attribute` has lockdep fields only with CONFIG_DEBUG_LOCK_ALLOC.
             #[allow(clippy::needless_update)]
-            let mut attr = bindings::attribute {
+            let mut c_attr = bindings::attribute {
                 name: file.name.as_char_ptr(),
                 mode: file.mode,
                 ..pin_init::zeroed()
@@ -214,36 +232,23 @@ impl<F: AttributeFlavor, T: SysfsFiles> FileGroup<F, T> {
             // What `sysfs_attr_init()` does for an attribute that is not static.
             #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
             {
-                attr.key = kernel::static_lock_class!().as_ptr();
+                c_attr.key = kernel::static_lock_class!().as_ptr();
             }
             #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
-            let _ = &mut attr;
-            let raw = F::raw::<T>(attr, file.mode & 0o444 != 0, file.mode & 0o222 != 0);
-            group
-                .files
-                .push_within_capacity(GroupFile {
-                    raw,
-                    index,
-                    served: served_ptr,
-                })
-                .map_err(|_| ENOMEM)?;
+            let _ = &mut c_attr;
+            let raw = F::raw::<T>(c_attr, file.mode & 0o444 != 0, file.mode & 0o222 != 0);
+            *slot = GroupFile {
+                raw,
+                index,
+                served: served_ptr,
+            };
+            *attr = core::ptr::from_mut(slot).cast::<bindings::attribute>();
         }
-        // The vectors had their full capacity reserved and never grow, so the files did not
-        // move while pushed and their addresses are final.
-        let this = &mut *group;
-        for file in this.files.iter_mut() {
-            let attr = core::ptr::from_mut(file).cast::<bindings::attribute>();
-            this.attrs.push_within_capacity(attr).map_err(|_| ENOMEM)?;
-        }
-        group
-            .attrs
-            .push_within_capacity(null_mut())
-            .map_err(|_| ENOMEM)?;
-        group.group.__bindgen_anon_2.attrs = group.attrs.as_mut_ptr();
+        this.group.__bindgen_anon_2.attrs = this.attrs.as_mut_ptr();
         // Last: the one pointer into the group itself, after which it is only shared.
-        group.groups[0] = &raw const group.group;
-        // INVARIANT: `attrs` holds every file's attribute and a NULL; nothing is pushed anymore;
-        // the group is pinned from here on.
+        this.groups[0] = &raw const this.group;
+        // INVARIANT: `attrs` holds every file's attribute and, last, the NULL it was filled
+        // with; neither vector changes size anymore; the group is pinned from here on.
         Ok(KBox::into_pin(group))
     }
 
@@ -454,15 +459,18 @@ unsafe impl<T: SysfsFiles> SysfsParent for SysfsNode<T> {
 }
 
 impl<T: SysfsFiles> SysfsNode<T> {
-    /// What wakes the pollers of file `file` of the node (`sysfs_notify`); `None` for a file
-    /// the node does not have.
-    pub(crate) fn notifier(&self, file: usize) -> Option<SysfsNotifier> {
-        let name = T::FILES.get(file)?.name;
-        // SAFETY: the node's kobject is live while `self` is; the new reference is the
-        // notifier's.
-        let kobj = unsafe { bindings::kobject_get(self.dir.kobject()) };
-        // INVARIANT: `kobject_get` of a live kobject returns it, referenced for us.
-        NonNull::new(kobj).map(|kobj| SysfsNotifier { kobj, name })
+    /// What wakes the pollers of `file` (`sysfs_notify`); one of a file the node does not
+    /// have wakes nobody, as `sysfs_notify` finds no such file.
+    pub(crate) fn notifier(&self, file: &'static SysfsFile) -> SysfsNotifier {
+        let kobj = self.dir.kobj;
+        // SAFETY: the directory's kobject is live while `self` is (type invariant of
+        // `SysfsDir`); the new reference is the notifier's.
+        unsafe { bindings::kobject_get(kobj.as_ptr()) };
+        // INVARIANT: the reference just taken.
+        SysfsNotifier {
+            kobj,
+            name: file.name,
+        }
     }
 }
 
@@ -471,7 +479,7 @@ impl<T: SysfsFiles> SysfsNode<T> {
 ///
 /// # Invariants
 ///
-/// `self` holds one reference to `kobj`; `name` is the name of a file of it.
+/// `self` holds one reference to `kobj`.
 pub(crate) struct SysfsNotifier {
     kobj: NonNull<bindings::kobject>,
     name: &'static CStr,
