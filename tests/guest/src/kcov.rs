@@ -369,6 +369,18 @@ pub fn follow_thread() {
     });
 }
 
+/// The module was unloaded or loaded by the calling thread (a test that reloads it): what its
+/// followed collector reached so far is kept with the sections it ran in, and later points
+/// are located in the module loaded now (which may sit elsewhere).
+pub fn module_replaced() {
+    FOLLOWED.with_borrow_mut(|followed| {
+        if let Some(Followed::Collecting(collector)) = followed {
+            collector.drain();
+            collector.refresh_sections();
+        }
+    });
+}
+
 /// Saves what the calling thread reached since [`follow_thread`] started, if it did, and
 /// stops following it (before an exec, whose image follows itself, or at a main thread's
 /// end); a later [`follow_thread`] starts again.

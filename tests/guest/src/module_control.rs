@@ -86,6 +86,7 @@ pub fn harness_params() -> Vec<String> {
 pub fn reload_with(extra: &[&str]) {
     if fs::metadata(format!("/sys/module/{MODULE}")).is_ok() {
         run("rmmod", &[MODULE]);
+        crate::kcov::module_replaced();
     }
     let mut params: Vec<String> = harness_params()
         .into_iter()
@@ -100,6 +101,7 @@ pub fn reload_with(extra: &[&str]) {
     args.extend(params);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     run("insmod", &args);
+    crate::kcov::module_replaced();
 }
 
 /// Puts the harness's module back when a test ends, even by a failed assertion.

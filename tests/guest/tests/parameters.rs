@@ -1,6 +1,7 @@
 //! The module's parameters, each under both settings, and the original sysfs location. Tests
 //! that reload the module put it back with the harness's parameters before they end.
 
+use nds_abi::sysfs::{SysfsCounter, SYSFS_COUNTERS};
 use neuron_ds_guest_tests::{
     module_control::{harness_params, reload_with, run, Restore},
     *,
@@ -407,4 +408,60 @@ fn an_unknown_metrics_ctrl_mode_is_einval_unless_the_original_answer_is_asked_fo
         0,
         "ignored, as the original does"
     );
+}
+
+#[test]
+fn a_sixteen_core_device_totals_the_counters_of_every_band_of_the_layout() {
+    let _restore = Restore;
+    reload_with(&["cores_per_device=16"]);
+    assert_eq!(sysfs_core_count(0), 16);
+    let counter = |name: &str| {
+        SYSFS_COUNTERS
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no sysfs counter {name}"))
+    };
+    let (original, extended) = (counter("success"), counter("hw_collectives_error"));
+    // Cores 0 and 3 keep their original counters in the first band and their extended ones
+    // in the second; cores 4 and 15 keep both in the third. Each value is distinct, so that
+    // a word read from a neighbour's place shows.
+    let writes: Vec<(usize, &SysfsCounter, u64)> = [0usize, 3, 4, 15]
+        .iter()
+        .zip(1u64..)
+        .flat_map(|(&core, n)| [(core, original, 10 * n), (core, extended, 10 * n + 1)])
+        .collect();
+    let spec: Vec<(usize, usize, u64)> = writes
+        .iter()
+        .map(|&(core, c, value)| (core, c.source.index(), value))
+        .collect();
+    let read = |core: usize, c: &SysfsCounter, file: &str| {
+        sysfs_counter(core, c.group.dir_name(), c.name, file)
+    };
+    let producer = Producer::start(DEVICE, &spec).unwrap();
+    for &(core, c, value) in &writes {
+        assert_eq!(read(core, c, "total"), value, "live {c} of core {core}");
+        assert_eq!(
+            read(core, c, "present"),
+            0,
+            "{c} of core {core} before a release"
+        );
+    }
+    producer.release_and_exit();
+    for &(core, c, value) in &writes {
+        assert_eq!(read(core, c, "total"), value, "released {c} of core {core}");
+        assert_eq!(
+            read(core, c, "present"),
+            value,
+            "{c} of core {core}'s release"
+        );
+    }
+    for core in [1, 2, 5, 14] {
+        for c in [original, extended] {
+            assert_eq!(
+                read(core, c, "total"),
+                0,
+                "{c} of core {core}, never written"
+            );
+        }
+    }
 }

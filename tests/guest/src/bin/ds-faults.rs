@@ -2,11 +2,12 @@
 //!
 //! Steps a forced failure through every failure point the module reaches, one operation at
 //! a time: module load, open (first and second file of a process), ACQUIRE (own and a
-//! reader's), mmap (owner and reader), RELEASE (own and a reader's), close and munmap that
-//! release, sysfs show and store, read() of the metric posts, a metrics period of the worker,
-//! and module unload. Point N of an operation is the N-th slab allocation, page allocation or
-//! user copy with a module frame on its stack (`fail-nth` with the stacktrace filter, see
-//! `fault_injection`); stepping ends when the operation reaches fewer than N points.
+//! reader's), mmap with its first fault (owner and reader), RELEASE (own and a reader's),
+//! close and munmap that release, sysfs show and store, read() of the metric posts, a metrics
+//! period of the worker, and module unload. Point N of an operation is the N-th slab
+//! allocation, page allocation or user copy with a module frame on its stack (`fail-nth` with
+//! the stacktrace filter, see `fault_injection`); stepping ends when the operation reaches
+//! fewer than N points.
 //!
 //! Each point runs in a fresh child process: it sets up what the operation needs, arms its
 //! own `fail-nth`, makes the call, disarms, undoes its setup the natural way, runs one full
@@ -88,8 +89,8 @@ impl Op {
             Op::OpenSecond => "open (second file)",
             Op::AcquireOwn => "ACQUIRE own",
             Op::AcquireReader => "ACQUIRE reader",
-            Op::MmapOwner => "mmap owner",
-            Op::MmapReader => "mmap reader",
+            Op::MmapOwner => "mmap+fault owner",
+            Op::MmapReader => "mmap+fault reader",
             Op::ReleaseOwn => "RELEASE own",
             Op::ReleaseReader => "RELEASE reader",
             Op::CloseReleases => "close (releases)",
@@ -451,17 +452,24 @@ impl Child {
                 };
                 if acquired {
                     let map = if op == Op::MmapReader {
+                        // The mapping and its first read, whose fault inserts the pages, as
+                        // for the owner's mapping.
                         let at = self.armed(n, || {
-                            // SAFETY: a fresh read-only shared mapping of the granted slab.
+                            // SAFETY: a fresh read-only shared mapping of the granted slab,
+                            // read once inside it.
                             unsafe {
-                                libc::mmap(
+                                let at = libc::mmap(
                                     FRESH_REGION as *mut _,
                                     SLAB_SIZE,
                                     libc::PROT_READ,
                                     libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE,
                                     file.as_raw_fd(),
                                     info.mmap_offset as libc::off_t,
-                                ) as i64
+                                );
+                                if at != libc::MAP_FAILED {
+                                    at.cast::<u64>().read_volatile();
+                                }
+                                at as i64
                             }
                         });
                         if at != -1 {
@@ -509,29 +517,34 @@ impl Child {
                     Ok(info) => info,
                     Err(e) => return self.check(false, || format!("setup ACQUIRE: {e}")),
                 };
+                // The mapping and its first write, whose fault inserts the pages: at an address
+                // no mapping of this process is near, so that the fault needs new page tables
+                // (allocations made on the module's behalf, inside its fault handler). A fault
+                // that fails for want of memory is retried by the core; it never kills the
+                // writer (the child would die, a failure of the point).
                 let at = self.armed(n, || {
-                    // SAFETY: a fresh shared mapping of the granted slab, unmapped below, at an
-                    // address no mapping of this process is near, so that inserting its pages
-                    // needs new page tables (allocations made on the module's behalf).
+                    // SAFETY: a fresh shared mapping of the granted slab, one slab long, written
+                    // once inside it and unmapped below.
                     unsafe {
-                        libc::mmap(
+                        let at = libc::mmap(
                             FRESH_REGION as *mut _,
                             SLAB_SIZE,
                             libc::PROT_READ | libc::PROT_WRITE,
                             libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE,
                             file.as_raw_fd(),
                             info.mmap_offset as libc::off_t,
-                        ) as i64
+                        );
+                        if at != libc::MAP_FAILED {
+                            at.cast::<u64>()
+                                .add(nc_offset(COUNTED.0, COUNTED.1) / 8)
+                                .write_volatile(SETUP_COUNT);
+                        }
+                        at as i64
                     }
                 });
                 if at != -1 {
-                    // SAFETY: the mapping just made, one slab long.
-                    unsafe {
-                        (at as *mut u64)
-                            .add(nc_offset(COUNTED.0, COUNTED.1) / 8)
-                            .write_volatile(SETUP_COUNT);
-                        libc::munmap(at as *mut _, SLAB_SIZE);
-                    }
+                    // SAFETY: the mapping made above, one slab long.
+                    unsafe { libc::munmap(at as *mut _, SLAB_SIZE) };
                     self.report.written += SETUP_COUNT;
                 }
                 drop(file);
