@@ -146,7 +146,7 @@ impl OpenFile {
         match info.pid {
             pid if pid < 0 => Err(EINVAL),
             pid if pid == 0 || pid == own_pid => {
-                self.device.release_own(&me)?;
+                self.device.release_own(&me);
                 Ok(0)
             }
             _ => Ok(0),
@@ -183,9 +183,7 @@ impl MiscFile for OpenFile {
         // The file is gone, and with it every mapping made through it (a mapping holds its
         // file): when it was its group's last, the group's slab goes too.
         if this.device.remove_opener(&this.opener) {
-            if let Err(err) = this.device.release_own(&this.opener) {
-                pr_err!("releasing a slab on close failed: {err:?}\n");
-            }
+            this.device.release_own(&this.opener);
         }
     }
 

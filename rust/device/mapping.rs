@@ -105,24 +105,22 @@ impl DeviceState {
     ) -> Result<u64> {
         let renewed = {
             let mut inner = self.inner.lock();
-            if !inner.pool.shows(slot, view) {
+            let Some(mut owned) = inner.pool.owned_with_view(slot, view) else {
                 // Released (and maybe reused), or renewed, since the ACQUIRE.
                 return Err(EINVAL);
-            }
+            };
             if access == Access::Read {
                 return Ok(view);
             }
-            if !inner.owned_by_current(slot) {
+            let owner = owned.owner();
+            if !owner.group.is_current() {
                 return Err(EPERM);
             }
-            let Some(owner) = inner.pool.owner_mut(slot) else {
-                return Err(EINVAL);
-            };
             if is_current_image(owner.image.as_ref()) {
                 return Ok(view);
             }
             owner.image = current!().mm().map(|mm| ARef::from(&**mm));
-            inner.pool.renew_view(slot)?
+            owned.renew_view()
         };
         self.unmap_slot(slot);
         Ok(renewed)

@@ -5,16 +5,14 @@
 
 use super::{
     DeviceState,
-    Inner,
     Owner, //
 };
 use crate::{
     shim::{capability::perfmon_capable, thread_group::ThreadGroup},
     state::slots::{
-        Choice,
         PerSlot,
         SlotIndex,
-        SlotPool, //
+        Taken, //
     },
 };
 use kernel::{
@@ -82,23 +80,24 @@ impl DeviceState {
     /// slot, otherwise the one released longest ago; `ENOMEM` if all 16 are owned.
     pub(crate) fn acquire_own(self: &Arc<Self>) -> Result<Acquired> {
         self.reap_exited_owners();
-        let group = ThreadGroup::current()?;
+        let mut owner = Owner {
+            group: ThreadGroup::current()?,
+            image: current_image(),
+        };
         let mut inner = self.inner.lock();
         loop {
-            if let Some(slot) = inner.pool.find_owner(|owner| owner.group.same_as(&group)) {
+            let own = inner
+                .pool
+                .find_owner(|owned| owned.group.same_as(&owner.group));
+            if let Some(slot) = own {
                 return Ok(Acquired {
                     slot,
                     view: inner.pool.get(slot).view(),
                     owner: true,
                 });
             }
-            match inner.pool.choose() {
-                Choice::Ready(slot) => {
-                    let owner = Owner {
-                        group,
-                        image: current_image(),
-                    };
-                    let generation = inner.pool.assign(slot, owner)?;
+            match inner.pool.take(owner) {
+                Taken::Owned(slot, generation) => {
                     self.publish_generation(slot, generation);
                     return Ok(Acquired {
                         slot,
@@ -106,19 +105,20 @@ impl DeviceState {
                         owner: true,
                     });
                 }
-                Choice::NeedsScrub(slot) => {
-                    // The worker has not got to it yet: zero it here, then choose again.
-                    let generation = inner.pool.begin_scrub(slot)?;
+                Taken::MustScrub(scrubbing, back) => {
+                    // The worker has not got to it yet: zero it here, then try again.
+                    owner = back;
                     drop(inner);
-                    self.scrub(slot, generation);
+                    self.scrub(scrubbing);
                     inner = self.inner.lock();
                 }
-                Choice::Wait => {
+                Taken::Wait(back) => {
+                    owner = back;
                     if self.slot_zeroed.wait_interruptible(&mut inner) {
                         return Err(ERESTARTSYS);
                     }
                 }
-                Choice::Full => return Err(ENOMEM),
+                Taken::Full => return Err(ENOMEM),
             }
         }
     }
@@ -153,8 +153,8 @@ impl DeviceState {
     }
 
     /// Releases the slab of thread group `group`, if it has one.
-    pub(crate) fn release_own(self: &Arc<Self>, group: &ThreadGroup) -> Result {
-        self.release_slot(|pool| pool.find_owner(|owner| owner.group.same_as(group)))
+    pub(crate) fn release_own(self: &Arc<Self>, group: &ThreadGroup) {
+        self.release_slot(|_, owner| owner.group.same_as(group));
     }
 
     /// Releases every slab whose owner's thread group has exited.
@@ -176,21 +176,7 @@ impl DeviceState {
         };
         for (slot, _) in exited.iter().filter(|(_, exited)| **exited) {
             // Checked again under the lock: the group's last close may have released it since.
-            let still_exited =
-                |pool: &SlotPool<Owner>| pool.get(slot).owner()?.group.has_exited().then_some(slot);
-            if let Err(err) = self.release_slot(still_exited) {
-                pr_err!("releasing the slab of an exited owner failed: {err:?}\n");
-            }
+            self.release_slot(|index, owner| index == slot && owner.group.has_exited());
         }
-    }
-}
-
-impl Inner {
-    /// Whether the current task belongs to the thread group owning slot `slot`.
-    pub(super) fn owned_by_current(&self, slot: SlotIndex) -> bool {
-        self.pool
-            .get(slot)
-            .owner()
-            .is_some_and(|owner| owner.group.is_current())
     }
 }

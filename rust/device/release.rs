@@ -30,13 +30,12 @@ use crate::{
     state::{
         slab_values::LiveSlab,
         slots::{
-            SlotIndex,
-            SlotPool, //
+            Scrubbing,
+            SlotIndex, //
         },
     },
 };
 use kernel::{
-    prelude::*,
     sync::{
         atomic::{
             ordering::Relaxed,
@@ -67,22 +66,20 @@ impl WorkItem<SCRUB_WORK> for DeviceState {
 }
 
 impl DeviceState {
-    /// Releases the owned slot that `select` picks under the lock, if it picks one: see the
-    /// module documentation. Picking and leaving the owner happen under one lock, so two
-    /// paths releasing the same owner (its last close and the reaper) never both try.
-    pub(super) fn release_slot(
-        self: &Arc<Self>,
-        select: impl FnOnce(&SlotPool<Owner>) -> Option<SlotIndex>,
-    ) -> Result {
-        let slot = {
+    /// Releases the first owned slot for which `matches` holds of its index and owner, if there
+    /// is one: see the module documentation. Picking and leaving the owner happen under one
+    /// lock, so two paths releasing the same owner (its last close and the reaper) never both
+    /// do.
+    pub(super) fn release_slot(self: &Arc<Self>, matches: impl FnMut(SlotIndex, &Owner) -> bool) {
+        let releasing = {
             let mut inner = self.inner.lock();
-            let Some(slot) = select(&inner.pool) else {
-                return Ok(());
+            let Some(releasing) = inner.pool.begin_release(matches) else {
+                return;
             };
-            let generation = inner.pool.begin_release(slot)?;
-            self.publish_generation(slot, generation);
-            slot
+            self.publish_generation(releasing.slot(), releasing.generation());
+            releasing
         };
+        let slot = releasing.slot();
         self.unmap_slot(slot);
         let due = {
             let mut snapshot = self.snapshot.lock();
@@ -92,7 +89,7 @@ impl DeviceState {
             inner.metrics.on_release(&*snapshot);
             inner
                 .pool
-                .finish_release(slot, CLEAR_TICK.fetch_add(1, Relaxed))?;
+                .finish_release(releasing, CLEAR_TICK.fetch_add(1, Relaxed));
             Self::counters_changed(&mut inner, self.now_ms())
         };
         self.schedule_notify(due);
@@ -103,13 +100,12 @@ impl DeviceState {
         self.worker_coverage.record_current();
         let _ = workqueue::system_unbound()
             .enqueue_delayed::<_, SCRUB_WORK>(self.clone(), ZEROING_DELAY);
-        Ok(())
     }
 
-    /// Zeroes slot `slot`, claimed with `begin_scrub` (its generation is `generation`), and
-    /// frees it.
-    pub(super) fn scrub(&self, slot: SlotIndex, generation: u64) {
-        let slab = self.slab(slot);
+    /// Zeroes the slot `scrubbing` claimed, and frees it.
+    pub(super) fn scrub(&self, scrubbing: Scrubbing) {
+        let slab = self.slab(scrubbing.slot());
+        let generation = scrubbing.generation();
         // A reader that sees any zeroed word must also see that the generation moved on, which
         // the release wrote; it is written again around the zeroing, which covers the
         // generation's page too.
@@ -118,23 +114,16 @@ impl DeviceState {
         slab.zero_all();
         let _ = slab.store(SLAB_GENERATION_OFFSET, generation);
         let mut inner = self.inner.lock();
-        if inner.pool.finish_scrub(slot).is_ok() {
-            self.slot_zeroed.notify_all();
-        }
+        inner.pool.finish_scrub(scrubbing);
+        self.slot_zeroed.notify_all();
     }
 
     /// Zeroes the dirty slot released longest ago; `false` if there is none.
     pub(super) fn scrub_oldest_dirty(&self) -> bool {
-        let claimed = {
-            let mut inner = self.inner.lock();
-            inner
-                .pool
-                .oldest_dirty()
-                .and_then(|slot| Some((slot, inner.pool.begin_scrub(slot).ok()?)))
-        };
+        let claimed = self.inner.lock().pool.begin_scrub_oldest();
         match claimed {
-            Some((slot, generation)) => {
-                self.scrub(slot, generation);
+            Some(scrubbing) => {
+                self.scrub(scrubbing);
                 true
             }
             None => false,

@@ -79,6 +79,11 @@ impl<T> PerSlot<T> {
     pub(crate) fn iter(&self) -> impl Iterator<Item = (SlotIndex, &T)> {
         SlotIndex::all().zip(self.items.iter())
     }
+
+    /// Every slot with its value, to change.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (SlotIndex, &mut T)> {
+        SlotIndex::all().zip(self.items.iter_mut())
+    }
 }
 
 impl<T> Index<SlotIndex> for PerSlot<T> {

@@ -8,12 +8,17 @@
 //! parts run without the device lock, and a generation per slot:
 //!
 //! ```text
-//!            assign                 begin_release               finish_release
+//!             take                  begin_release               finish_release
 //!   Free ─────────────▶ Owned ─────────────────────▶ Releasing ────────────────▶ Dirty
 //!    ▲                                                                              │
-//!    │                        finish_scrub                 begin_scrub              │
+//!    │                        finish_scrub       take / begin_scrub_oldest          │
 //!    └──────────────────────────────────────── Scrubbing ◀──────────────────────────┘
 //! ```
+//!
+//! A step that only one caller may end (`Releasing`, `Scrubbing`) is entered by a call that
+//! returns a value naming the slot ([`Releasing`], [`Scrubbing`]) and ended by the call that
+//! takes it back, so that no step can be ended twice, or for a slot in another state, and no
+//! transition has a "cannot happen" error: each call finds the slots it acts on itself.
 //!
 //! * `Owned`: a thread group writes the slab. Its generation is odd.
 //! * `Releasing`: the generation moved on (even) and the slab's mappings are being removed;
@@ -21,7 +26,7 @@
 //! * `Dirty`: aggregated, not zeroed yet. `Scrubbing`: being zeroed. `Free`: zeroed.
 //!
 //! Every mapping of a slab is made for one *view* of it: a number that is new at every
-//! assignment, release and [`SlotPool::renew_view`], and never repeats. A mapping shows the
+//! assignment, release and [`OwnedSlot::renew_view`], and never repeats. A mapping shows the
 //! slab only while the slot is owned with the view it was made for ([`SlotPool::shows`]).
 //!
 //! The pool is generic over the owner's identity, so that KUnit can drive it with plain
@@ -103,17 +108,70 @@ impl<O> Slot<O> {
     }
 }
 
-/// What a new owner can get.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Choice {
-    /// This free slot.
-    Ready(SlotIndex),
-    /// This slot, once it is zeroed (it is `Dirty`: whoever takes it zeroes it first).
-    NeedsScrub(SlotIndex),
-    /// The slot to hand out is being zeroed: wait until it is free.
-    Wait,
+/// A slot in a step of its life that only the holder of this value ends: made by the call that
+/// enters the step, given up to the one that ends it. Neither is `Clone`, so each step ends
+/// once, and the call ending it needs no check.
+///
+/// # Invariants
+///
+/// Slot `slot` is in the step the type names ([`Releasing`]: `Releasing`; [`Scrubbing`]:
+/// `Scrubbing`), with generation `generation`, and only the call that consumes this value
+/// takes it out of that step.
+#[must_use = "the slot stays in this step until the value is given back to its pool"]
+pub(crate) struct Step<const SCRUBBING: bool> {
+    slot: SlotIndex,
+    generation: u64,
+}
+
+/// A slot being released: its counters are not aggregated yet ([`SlotPool::finish_release`]).
+pub(crate) type Releasing = Step<false>;
+
+/// A dirty slot claimed for zeroing ([`SlotPool::finish_scrub`]).
+pub(crate) type Scrubbing = Step<true>;
+
+impl<const SCRUBBING: bool> Step<SCRUBBING> {
+    /// The slot.
+    pub(crate) fn slot(&self) -> SlotIndex {
+        self.slot
+    }
+
+    /// Its generation: the one the release published, which a zeroed slab shows again.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
+/// What a new owner got ([`SlotPool::take`]).
+pub(crate) enum Taken<O> {
+    /// The owner owns this slot now, with this (odd) generation.
+    Owned(SlotIndex, u64),
+    /// The slot to hand out was dirty, and is claimed for the caller to zero before it tries
+    /// again with the owner it gets back.
+    MustScrub(Scrubbing, O),
+    /// The slot to hand out is being zeroed by someone else: try again once it is free.
+    Wait(O),
     /// Every slot is owned or being released.
     Full,
+}
+
+/// An owned slot, shown with the view its caller named ([`SlotPool::owned_with_view`]).
+pub(crate) struct OwnedSlot<'a, O> {
+    owner: &'a mut O,
+    view: &'a mut u64,
+}
+
+impl<O> OwnedSlot<'_, O> {
+    /// The owner, to update its record.
+    pub(crate) fn owner(&mut self) -> &mut O {
+        self.owner
+    }
+
+    /// Starts a new view of the slot: mappings made for the old one show it no more. Returns
+    /// the new view.
+    pub(crate) fn renew_view(self) -> u64 {
+        *self.view = self.view.wrapping_add(1);
+        *self.view
+    }
 }
 
 /// The slots of one device.
@@ -159,9 +217,28 @@ impl<O> SlotPool<O> {
         slot.owner().is_some() && slot.view == view
     }
 
+    /// Slot `slot` if a mapping made for `view` shows it now (see [`SlotPool::shows`]).
+    pub(crate) fn owned_with_view(
+        &mut self,
+        slot: SlotIndex,
+        view: u64,
+    ) -> Option<OwnedSlot<'_, O>> {
+        match &mut self.slots[slot] {
+            Slot {
+                state: SlotState::Owned(owner),
+                view: slot_view,
+                ..
+            } if *slot_view == view => Some(OwnedSlot {
+                owner,
+                view: slot_view,
+            }),
+            _ => None,
+        }
+    }
+
     /// The slot a new owner gets, by the original's rule: the first never-used slot, otherwise
     /// the one released longest ago (smallest clear tick), whether or not it is zeroed yet.
-    pub(crate) fn choose(&self) -> Choice {
+    fn choose(&self) -> Option<SlotIndex> {
         let mut best: Option<(SlotIndex, &Slot<O>)> = None;
         for (index, slot) in self.iter() {
             let reusable = matches!(
@@ -172,107 +249,89 @@ impl<O> SlotPool<O> {
                 continue;
             }
             if slot.clear_tick == 0 {
-                best = Some((index, slot));
-                break;
+                return Some(index);
             }
             if best.is_none_or(|(_, chosen)| slot.clear_tick < chosen.clear_tick) {
                 best = Some((index, slot));
             }
         }
-        match best {
-            None => Choice::Full,
-            Some((index, slot)) => match slot.state {
-                SlotState::Free => Choice::Ready(index),
-                SlotState::Dirty => Choice::NeedsScrub(index),
-                _ => Choice::Wait,
-            },
+        best.map(|(index, _)| index)
+    }
+
+    /// Gives `owner` the slot the original's rule picks (see [`SlotPool::choose`]) if it is
+    /// free; claims it for zeroing if it is dirty.
+    pub(crate) fn take(&mut self, owner: O) -> Taken<O> {
+        let Some(index) = self.choose() else {
+            return Taken::Full;
+        };
+        let slot = &mut self.slots[index];
+        match slot.state {
+            SlotState::Free => {
+                slot.state = SlotState::Owned(owner);
+                // INVARIANT: a free slot's generation is even, so it is odd now.
+                slot.generation = slot.generation.wrapping_add(1);
+                slot.view = slot.view.wrapping_add(1);
+                Taken::Owned(index, slot.generation)
+            }
+            SlotState::Dirty => Taken::MustScrub(Self::begin_scrub(index, slot), owner),
+            _ => Taken::Wait(owner),
         }
     }
 
-    /// Makes `owner` the owner of free slot `slot`; returns the new (odd) generation.
-    pub(crate) fn assign(&mut self, slot: SlotIndex, owner: O) -> Result<u64> {
-        let slot = &mut self.slots[slot];
-        if !matches!(slot.state, SlotState::Free) {
-            return Err(EBUSY);
-        }
-        slot.state = SlotState::Owned(owner);
-        // INVARIANT: a free slot's generation is even, so it is odd now.
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.view = slot.view.wrapping_add(1);
-        Ok(slot.generation)
-    }
-
-    /// The owner of owned slot `slot`, to update its record.
-    pub(crate) fn owner_mut(&mut self, slot: SlotIndex) -> Option<&mut O> {
-        match &mut self.slots[slot].state {
-            SlotState::Owned(owner) => Some(owner),
-            _ => None,
-        }
-    }
-
-    /// Starts a new view of owned slot `slot`: mappings made for the old one show it no more.
-    /// Returns the new view.
-    pub(crate) fn renew_view(&mut self, slot: SlotIndex) -> Result<u64> {
-        let slot = &mut self.slots[slot];
-        if slot.owner().is_none() {
-            return Err(EINVAL);
-        }
-        slot.view = slot.view.wrapping_add(1);
-        Ok(slot.view)
-    }
-
-    /// Starts releasing owned slot `slot`: the owner is dropped, the generation and the view
-    /// move on. Returns the new (even) generation.
-    pub(crate) fn begin_release(&mut self, slot: SlotIndex) -> Result<u64> {
-        let slot = &mut self.slots[slot];
-        if slot.owner().is_none() {
-            return Err(EINVAL);
-        }
+    /// Starts releasing the first owned slot for which `matches` holds of its index and owner,
+    /// if there is one: the owner is dropped, the generation and the view move on (the new
+    /// generation is even).
+    pub(crate) fn begin_release(
+        &mut self,
+        mut matches: impl FnMut(SlotIndex, &O) -> bool,
+    ) -> Option<Releasing> {
+        let (index, slot) = self
+            .slots
+            .iter_mut()
+            .find(|(index, slot)| slot.owner().is_some_and(|owner| matches(*index, owner)))?;
         slot.state = SlotState::Releasing;
         // INVARIANT: the slot was owned (odd generation).
         slot.generation = slot.generation.wrapping_add(1);
         slot.view = slot.view.wrapping_add(1);
-        Ok(slot.generation)
+        // INVARIANT: the slot is `Releasing` now, which only `finish_release` ends.
+        Some(Step {
+            slot: index,
+            generation: slot.generation,
+        })
     }
 
-    /// Ends the release of slot `slot` once its counters are aggregated, stamping `tick`.
-    pub(crate) fn finish_release(&mut self, slot: SlotIndex, tick: u64) -> Result {
-        let slot = &mut self.slots[slot];
-        if !matches!(slot.state, SlotState::Releasing) {
-            return Err(EINVAL);
-        }
+    /// Ends a release once the slot's counters are aggregated, stamping `tick`.
+    pub(crate) fn finish_release(&mut self, releasing: Releasing, tick: u64) {
+        let slot = &mut self.slots[releasing.slot];
+        // By the type invariant of `releasing`, the slot is `Releasing`.
         slot.state = SlotState::Dirty;
         slot.clear_tick = tick;
-        Ok(())
     }
 
-    /// The dirty slot released longest ago.
-    pub(crate) fn oldest_dirty(&self) -> Option<SlotIndex> {
-        self.iter()
+    /// Claims the dirty slot released longest ago for zeroing, if there is one.
+    pub(crate) fn begin_scrub_oldest(&mut self) -> Option<Scrubbing> {
+        let (index, slot) = self
+            .slots
+            .iter_mut()
             .filter(|(_, slot)| matches!(slot.state, SlotState::Dirty))
-            .min_by_key(|(_, slot)| slot.clear_tick)
-            .map(|(index, _)| index)
+            .min_by_key(|(_, slot)| slot.clear_tick)?;
+        Some(Self::begin_scrub(index, slot))
     }
 
-    /// Claims dirty slot `slot` for zeroing; returns its generation, which the slab must show
-    /// again once zeroed.
-    pub(crate) fn begin_scrub(&mut self, slot: SlotIndex) -> Result<u64> {
-        let slot = &mut self.slots[slot];
-        if !matches!(slot.state, SlotState::Dirty) {
-            return Err(EINVAL);
-        }
+    /// Claims dirty slot `slot` (at `index`) for zeroing.
+    fn begin_scrub(index: SlotIndex, slot: &mut Slot<O>) -> Scrubbing {
         slot.state = SlotState::Scrubbing;
-        Ok(slot.generation)
+        // INVARIANT: the slot is `Scrubbing` now, which only `finish_scrub` ends.
+        Step {
+            slot: index,
+            generation: slot.generation,
+        }
     }
 
-    /// Slot `slot` is zeroed: it is free.
-    pub(crate) fn finish_scrub(&mut self, slot: SlotIndex) -> Result {
-        let slot = &mut self.slots[slot];
-        if !matches!(slot.state, SlotState::Scrubbing) {
-            return Err(EINVAL);
-        }
-        slot.state = SlotState::Free;
-        Ok(())
+    /// The slot is zeroed: it is free.
+    pub(crate) fn finish_scrub(&mut self, scrubbing: Scrubbing) {
+        // By the type invariant of `scrubbing`, the slot is `Scrubbing`.
+        self.slots[scrubbing.slot].state = SlotState::Free;
     }
 }
 
@@ -291,24 +350,26 @@ mod tests {
         if let Some(index) = pool.find_owner(|o| *o == owner) {
             return Ok(index.get());
         }
-        let index = match pool.choose() {
-            Choice::Ready(index) => index,
-            Choice::NeedsScrub(index) => {
-                pool.begin_scrub(index)?;
-                pool.finish_scrub(index)?;
-                index
+        loop {
+            match pool.take(owner) {
+                Taken::Owned(index, _) => return Ok(index.get()),
+                Taken::MustScrub(scrubbing, _) => pool.finish_scrub(scrubbing),
+                Taken::Wait(_) => return Err(EAGAIN),
+                Taken::Full => return Err(ENOMEM),
             }
-            Choice::Wait => return Err(EAGAIN),
-            Choice::Full => return Err(ENOMEM),
-        };
-        pool.assign(index, owner)?;
-        Ok(index.get())
+        }
     }
 
-    /// Releases slot `index` all the way to `Dirty`.
-    fn release(pool: &mut Pool, index: usize, tick: u64) -> Result {
-        pool.begin_release(slot(index)?)?;
-        pool.finish_release(slot(index)?, tick)
+    /// Starts releasing the slot of `owner`.
+    fn begin(pool: &mut Pool, owner: u32) -> Result<Releasing> {
+        pool.begin_release(|_, o| *o == owner).ok_or(EINVAL)
+    }
+
+    /// Releases the slot of `owner` all the way to `Dirty`.
+    fn release(pool: &mut Pool, owner: u32, tick: u64) -> Result {
+        let releasing = begin(pool, owner)?;
+        pool.finish_release(releasing, tick);
+        Ok(())
     }
 
     #[test]
@@ -326,8 +387,7 @@ mod tests {
         for owner in 1..=16u32 {
             acquire(&mut pool, owner)?;
         }
-        assert_eq!(pool.choose(), Choice::Full);
-        assert_eq!(acquire(&mut pool, 17), Err(ENOMEM));
+        assert!(matches!(pool.take(17), Taken::Full));
         Ok(())
     }
 
@@ -336,7 +396,7 @@ mod tests {
         let mut pool = Pool::new();
         acquire(&mut pool, 1)?;
         acquire(&mut pool, 2)?;
-        release(&mut pool, 0, 5)?;
+        release(&mut pool, 1, 5)?;
         // Slot 2 has never been used: it is chosen before the released slot 0.
         assert_eq!(acquire(&mut pool, 3)?, 2);
         Ok(())
@@ -349,9 +409,9 @@ mod tests {
             acquire(&mut pool, owner)?;
         }
         // Release slots 9, 3, 12 in that order (ticks 10, 11, 12).
-        release(&mut pool, 9, 10)?;
-        release(&mut pool, 3, 11)?;
-        release(&mut pool, 12, 12)?;
+        release(&mut pool, 10, 10)?;
+        release(&mut pool, 4, 11)?;
+        release(&mut pool, 13, 12)?;
         assert_eq!(acquire(&mut pool, 100)?, 9);
         assert_eq!(acquire(&mut pool, 101)?, 3);
         assert_eq!(acquire(&mut pool, 102)?, 12);
@@ -365,14 +425,16 @@ mod tests {
         for owner in 1..=16u32 {
             acquire(&mut pool, owner)?;
         }
-        release(&mut pool, 4, 1)?;
-        assert_eq!(pool.choose(), Choice::NeedsScrub(slot(4)?));
-        assert_eq!(pool.assign(slot(4)?, 99), Err(EBUSY));
-        pool.begin_scrub(slot(4)?)?;
+        release(&mut pool, 5, 1)?;
+        let Taken::MustScrub(scrubbing, back) = pool.take(99) else {
+            return Err(EINVAL);
+        };
+        assert_eq!((scrubbing.slot(), back), (slot(4)?, 99));
         // While another task zeroes it, the oldest slot is not handed out: wait.
-        assert_eq!(pool.choose(), Choice::Wait);
-        pool.finish_scrub(slot(4)?)?;
-        assert_eq!(pool.choose(), Choice::Ready(slot(4)?));
+        assert!(matches!(pool.take(99), Taken::Wait(99)));
+        assert!(pool.begin_scrub_oldest().is_none());
+        pool.finish_scrub(scrubbing);
+        assert!(matches!(pool.take(99), Taken::Owned(index, _) if index == slot(4)?));
         Ok(())
     }
 
@@ -382,12 +444,13 @@ mod tests {
         for owner in 1..=3u32 {
             acquire(&mut pool, owner)?;
         }
-        release(&mut pool, 2, 7)?;
-        release(&mut pool, 0, 8)?;
-        assert_eq!(pool.oldest_dirty(), Some(slot(2)?));
-        pool.begin_scrub(slot(2)?)?;
-        assert_eq!(pool.oldest_dirty(), Some(slot(0)?));
-        assert_eq!(pool.begin_scrub(slot(1)?), Err(EINVAL));
+        release(&mut pool, 3, 7)?;
+        release(&mut pool, 1, 8)?;
+        let first = pool.begin_scrub_oldest().ok_or(EINVAL)?;
+        let second = pool.begin_scrub_oldest().ok_or(EINVAL)?;
+        assert_eq!((first.slot(), second.slot()), (slot(2)?, slot(0)?));
+        // Slot 1 is owned, not dirty.
+        assert!(pool.begin_scrub_oldest().is_none());
         Ok(())
     }
 
@@ -397,13 +460,35 @@ mod tests {
         for owner in 1..=16u32 {
             acquire(&mut pool, owner)?;
         }
-        pool.begin_release(slot(6)?)?;
+        let releasing = begin(&mut pool, 7)?;
+        assert_eq!(releasing.slot(), slot(6)?);
         assert!(pool.get(slot(6)?).is_live());
         assert_eq!(pool.find_owner(|o| *o == 7), None);
-        assert_eq!(pool.choose(), Choice::Full);
-        pool.finish_release(slot(6)?, 1)?;
+        // A second release of the same owner finds nothing to release.
+        assert!(pool.begin_release(|_, o| *o == 7).is_none());
+        assert!(matches!(pool.take(17), Taken::Full));
+        pool.finish_release(releasing, 1);
         assert!(!pool.get(slot(6)?).is_live());
         assert_eq!(pool.live().count(), 15);
+        Ok(())
+    }
+
+    #[test]
+    fn a_release_picks_by_index_and_owner() -> Result {
+        let mut pool = Pool::new();
+        acquire(&mut pool, 5)?;
+        acquire(&mut pool, 6)?;
+        let second = slot(1)?;
+        // As the reaper picks: this slot, if its owner still is the one it found there.
+        assert!(pool
+            .begin_release(|index, o| index == second && *o == 5)
+            .is_none());
+        let releasing = pool
+            .begin_release(|index, o| index == second && *o == 6)
+            .ok_or(EINVAL)?;
+        assert_eq!(releasing.slot(), second);
+        pool.finish_release(releasing, 1);
+        assert_eq!(pool.find_owner(|o| *o == 5), Some(slot(0)?));
         Ok(())
     }
 
@@ -413,12 +498,15 @@ mod tests {
         let index = slot(acquire(&mut pool, 1)?)?;
         let owned = pool.get(index).generation();
         assert_eq!(owned % 2, 1);
-        let released = pool.begin_release(index)?;
+        let releasing = begin(&mut pool, 1)?;
+        let released = releasing.generation();
         assert_eq!(released, owned + 1);
-        pool.finish_release(index, 1)?;
-        assert_eq!(pool.begin_scrub(index)?, released);
-        pool.finish_scrub(index)?;
-        assert_eq!(pool.assign(index, 2)?, owned + 2);
+        assert_eq!(pool.get(index).generation(), released);
+        pool.finish_release(releasing, 1);
+        let scrubbing = pool.begin_scrub_oldest().ok_or(EINVAL)?;
+        assert_eq!(scrubbing.generation(), released);
+        pool.finish_scrub(scrubbing);
+        assert!(matches!(pool.take(2), Taken::Owned(i, g) if i == index && g == owned + 2));
         Ok(())
     }
 
@@ -429,19 +517,25 @@ mod tests {
         let first = pool.get(index).view();
         assert!(pool.shows(index, first));
         // A renewal leaves the owner, but not the mappings made before it.
-        let renewed = pool.renew_view(index)?;
+        let renewed = pool
+            .owned_with_view(index, first)
+            .ok_or(EINVAL)?
+            .renew_view();
         assert!(!pool.shows(index, first));
+        assert!(pool.owned_with_view(index, first).is_none());
         assert!(pool.shows(index, renewed));
         assert_eq!(pool.get(index).owner(), Some(&1));
-        pool.begin_release(index)?;
+        let releasing = begin(&mut pool, 1)?;
         assert!(!pool.shows(index, renewed));
         assert!(!pool.shows(index, pool.get(index).view()));
-        assert_eq!(pool.renew_view(index), Err(EINVAL));
-        pool.finish_release(index, 1)?;
-        pool.begin_scrub(index)?;
-        pool.finish_scrub(index)?;
+        assert!(pool
+            .owned_with_view(index, pool.get(index).view())
+            .is_none());
+        pool.finish_release(releasing, 1);
+        let scrubbing = pool.begin_scrub_oldest().ok_or(EINVAL)?;
+        pool.finish_scrub(scrubbing);
         // The next tenure of the slot has a view no earlier mapping was made for.
-        pool.assign(index, 2)?;
+        assert_eq!(acquire(&mut pool, 2)?, index.get());
         let next = pool.get(index).view();
         assert!(pool.shows(index, next));
         for old in [first, renewed] {
@@ -451,14 +545,15 @@ mod tests {
     }
 
     #[test]
-    fn out_of_order_transitions_are_refused() -> Result {
+    fn an_owned_slot_with_its_view_gives_its_owner_to_update() -> Result {
         let mut pool = Pool::new();
-        assert_eq!(pool.begin_release(slot(0)?).map(|_| ()), Err(EINVAL));
-        assert_eq!(pool.finish_release(slot(0)?, 1), Err(EINVAL));
-        assert_eq!(pool.finish_scrub(slot(0)?), Err(EINVAL));
         let index = slot(acquire(&mut pool, 1)?)?;
-        assert_eq!(pool.assign(index, 2), Err(EBUSY));
-        assert!(pool.owner_mut(index).is_some());
+        let view = pool.get(index).view();
+        *pool.owned_with_view(index, view).ok_or(EINVAL)?.owner() = 9;
+        assert_eq!(pool.find_owner(|o| *o == 9), Some(index));
+        // A free slot and a stale view give nothing.
+        assert!(pool.owned_with_view(slot(1)?, 0).is_none());
+        assert!(pool.owned_with_view(index, view + 1).is_none());
         Ok(())
     }
 }
