@@ -89,7 +89,7 @@ impl DeviceState {
             let own = inner
                 .pool
                 .find_owner(|owned| owned.group.same_as(&owner.group));
-            if let Some(slot) = own {
+            if let Some((slot, _)) = own {
                 return Ok(Acquired {
                     slot,
                     view: inner.pool.get(slot).view(),
@@ -135,19 +135,17 @@ impl DeviceState {
         let caller = current!();
         let namespace = caller.active_pid_ns();
         let inner = self.inner.lock();
-        let slot = inner
+        let (slot, owner) = inner
             .pool
             .find_owner(|owner| owner.group.nr_in(namespace) == pid)
             .ok_or(ENOENT)?;
-        let state = inner.pool.get(slot);
-        let owner = state.owner().ok_or(ENOENT)?;
         let own = owner.group.is_current();
         if !own && !owner.group.may_be_read_by_current() && !perfmon_capable() {
             return Err(EPERM);
         }
         Ok(Acquired {
             slot,
-            view: state.view(),
+            view: inner.pool.get(slot).view(),
             owner: own,
         })
     }

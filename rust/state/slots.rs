@@ -204,11 +204,16 @@ impl<O> SlotPool<O> {
             .map(|(index, _)| index)
     }
 
-    /// The owned slot whose owner satisfies `matches`.
-    pub(crate) fn find_owner(&self, mut matches: impl FnMut(&O) -> bool) -> Option<SlotIndex> {
-        self.iter()
-            .find(|(_, slot)| slot.owner().is_some_and(&mut matches))
-            .map(|(index, _)| index)
+    /// The owned slot whose owner satisfies `matches`, with its owner.
+    pub(crate) fn find_owner(
+        &self,
+        mut matches: impl FnMut(&O) -> bool,
+    ) -> Option<(SlotIndex, &O)> {
+        self.iter().find_map(|(index, slot)| {
+            slot.owner()
+                .filter(|owner| matches(owner))
+                .map(|owner| (index, owner))
+        })
     }
 
     /// Whether a mapping made for `view` shows slot `slot` now: it is owned, with that view.
@@ -347,7 +352,7 @@ mod tests {
 
     /// Takes a slot for `owner` the way ACQUIRE with pid 0 does, zeroing instantly.
     fn acquire(pool: &mut Pool, owner: u32) -> Result<usize> {
-        if let Some(index) = pool.find_owner(|o| *o == owner) {
+        if let Some((index, _)) = pool.find_owner(|o| *o == owner) {
             return Ok(index.get());
         }
         loop {
@@ -488,7 +493,7 @@ mod tests {
             .ok_or(EINVAL)?;
         assert_eq!(releasing.slot(), second);
         pool.finish_release(releasing, 1);
-        assert_eq!(pool.find_owner(|o| *o == 5), Some(slot(0)?));
+        assert_eq!(pool.find_owner(|o| *o == 5), Some((slot(0)?, &5)));
         Ok(())
     }
 
@@ -550,7 +555,7 @@ mod tests {
         let index = slot(acquire(&mut pool, 1)?)?;
         let view = pool.get(index).view();
         *pool.owned_with_view(index, view).ok_or(EINVAL)?.owner() = 9;
-        assert_eq!(pool.find_owner(|o| *o == 9), Some(index));
+        assert_eq!(pool.find_owner(|o| *o == 9), Some((index, &9)));
         // A free slot and a stale view give nothing.
         assert!(pool.owned_with_view(slot(1)?, 0).is_none());
         assert!(pool.owned_with_view(index, view + 1).is_none());
