@@ -18,11 +18,13 @@
 //! device's files share one address space ([`SharedMapping`]); a mapping gets no page at
 //! `mmap`, and each page is inserted by the fault handler, under [`DeviceState::inner`], only
 //! while the mapping's view is the slot's. A release moves the view on under that lock and then
-//! removes every page of every mapping of the slab, in every process: from then on an owner's
-//! mapping of that tenure faults (`SIGBUS`) and a reader's reads zeros (its generation word
+//! removes the pages of the owner's mappings: from then on the owner's mapping of that tenure
+//! faults (`SIGBUS`) and nobody writes the slab. The readers' pages are removed when the slab
+//! is zeroed, which comes before any new owner gets it: until then a reader's old mapping shows
+//! the tenure as it ended (its generation word moved on), afterwards zeros (its generation word
 //! reads 0, not the generation it attached to), and nothing of a later tenure ever shows
-//! through them. So no page is reachable between a check and an insert that the check did not
-//! cover.
+//! through it. So no page is reachable between a check and an insert that the check did not
+//! cover, nor after its view ended beyond the bytes that view was for.
 //!
 //! # Lock order
 //!

@@ -7,8 +7,9 @@
 //! map a producer's slab read-only to watch it without asking it anything. When the owner
 //! releases the slab, or its last file on the device goes away, the kernel adds the slab's
 //! counters to per-NeuronCore totals in sysfs, zeroes the slab and frees it. Every mapping of a
-//! slab ends with the owner's tenure: afterwards the owner's faults (`SIGBUS`) and a reader's
-//! reads zeros, never a later owner's bytes.
+//! slab ends with the owner's tenure: at the release the owner's faults (`SIGBUS`); a reader's
+//! shows the tenure as it ended until the slab is zeroed, then zeros, never a later owner's
+//! bytes.
 //!
 //! # Userspace ABI
 //!

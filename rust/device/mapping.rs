@@ -122,26 +122,29 @@ impl DeviceState {
             owner.image = current!().mm().map(|mm| ARef::from(&**mm));
             owned.renew_view()
         };
-        self.unmap_slot(slot);
+        // The same slab goes on: its readers' pages go now, not at a zeroing.
+        self.unmap_window(slot, Access::Read);
+        self.unmap_window(slot, Access::Owner);
         Ok(renewed)
     }
 
-    /// Removes the pages of every mapping of slot `slot`, reader's and owner's, in every
-    /// process; their next accesses fault into [`DeviceState::fault`].
-    pub(super) fn unmap_slot(&self, slot: SlotIndex) {
+    /// Removes the pages of every mapping of slot `slot`'s `access` window, in every process;
+    /// their next accesses fault into [`DeviceState::fault`].
+    pub(super) fn unmap_window(&self, slot: SlotIndex, access: Access) {
         let start = Window {
             device: self.config.index,
             slot,
-            access: Access::Read,
+            access,
         }
         .offset();
-        self.mapping.unmap(start, 2 * WINDOW_BYTES);
+        self.mapping.unmap(start, WINDOW_BYTES);
     }
 
     /// Answers a fault of a mapping made for view `fault.tag()`: the slab's page while the view
     /// is the slot's; afterwards zeros for a reader's window, `SIGBUS` for the owner's. Decided
-    /// and inserted under the device lock, so a release (which moves the view on under it, then
-    /// removes the pages) never leaves a page of its slab mapped for an ended view.
+    /// and inserted under the device lock, which a release holds to move the view on: no page
+    /// of the slab is inserted for an ended view, and the ones inserted before are removed by
+    /// the release (the owner's) and by the zeroing (the readers').
     pub(crate) fn fault(&self, fault: &Fault<'_>) -> FaultOutcome {
         let Some((window, page)) = Window::containing(fault.offset()) else {
             return Fault::sigbus();

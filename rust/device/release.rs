@@ -8,18 +8,24 @@
 //! 1. Under the lock, the slot leaves its owner, and its generation and view move on; the new
 //!    generation is written into the slab first, so a reader that later sees any other change of
 //!    the slab also sees the generation move. No mapping shows the slab from now on.
-//! 2. Without the lock, the pages of every mapping of the slab are removed, in every process:
-//!    the owner can write it no more, and nothing of a later tenure can show through an old
-//!    mapping (see the `device` module).
+//! 2. Without the lock, the pages of the owner's mappings of the slab are removed: the owner
+//!    can write it no more.
 //! 3. One snapshot of the slab (final: nobody can write it any more) is taken without the lock,
 //!    so sysfs readers never wait for it; then, under the lock, it feeds both the sysfs totals
 //!    and the metrics, and the slot becomes free to zero. Until then sysfs counts the slab as
 //!    live, reading the same final values.
-//! 4. The slab is zeroed page by page without the lock, by a work item, or by the next owner if
-//!    it comes first; then it is free. A new owner always gets the free slot released longest
-//!    ago.
+//! 4. Without the lock, by a work item or by the next owner if it comes first, the pages of
+//!    the readers' mappings are removed, in every process, and then the slab is zeroed page by
+//!    page; then it is free. A new owner always gets the free slot released longest ago.
+//!
+//! Until step 4 a reader's old mapping shows the ended tenure as it ended: written by nobody
+//! since step 2, its generation already moved on, so the reader learns nothing it could not
+//! read while the tenure lasted, and nothing of a later tenure can show through it (see the
+//! `device` module). The release's cost does not grow with the number of readers, nor with the
+//! mappings a reader makes to slow it.
 
 use super::{
+    Access,
     DeviceState,
     Owner,
     SCRUB_WORK, //
@@ -80,7 +86,7 @@ impl DeviceState {
             releasing
         };
         let slot = releasing.slot();
-        self.unmap_slot(slot);
+        self.unmap_window(slot, Access::Owner);
         let due = {
             let mut snapshot = self.snapshot.lock();
             snapshot.take(&LiveSlab::of(self.slab(slot)));
@@ -102,8 +108,10 @@ impl DeviceState {
             .enqueue_delayed::<_, SCRUB_WORK>(self.clone(), ZEROING_DELAY);
     }
 
-    /// Zeroes the slot `scrubbing` claimed, and frees it.
+    /// Ends the readers' mappings of the slot `scrubbing` claimed, zeroes it, and frees it.
     pub(super) fn scrub(&self, scrubbing: Scrubbing) {
+        // Before the slot can be handed on: from here a reader's old mapping reads zeros.
+        self.unmap_window(scrubbing.slot(), Access::Read);
         let slab = self.slab(scrubbing.slot());
         let generation = scrubbing.generation();
         // A reader that sees any zeroed word must also see that the generation moved on, which

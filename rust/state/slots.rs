@@ -21,9 +21,10 @@
 //! transition has a "cannot happen" error: each call finds the slots it acts on itself.
 //!
 //! * `Owned`: a thread group writes the slab. Its generation is odd.
-//! * `Releasing`: the generation moved on (even) and the slab's mappings are being removed;
+//! * `Releasing`: the generation moved on (even) and the owner's mappings are being removed;
 //!   its counters still count as live until they are aggregated.
-//! * `Dirty`: aggregated, not zeroed yet. `Scrubbing`: being zeroed. `Free`: zeroed.
+//! * `Dirty`: aggregated, not zeroed yet. `Scrubbing`: its readers' mappings are being removed,
+//!   then it is zeroed. `Free`: zeroed, mapped by nobody.
 //!
 //! Every mapping of a slab is made for one *view* of it: a number that is new at every
 //! assignment, release and [`OwnedSlot::renew_view`], and never repeats. A mapping shows the

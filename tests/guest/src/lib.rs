@@ -588,3 +588,20 @@ pub fn in_child(f: impl FnOnce() -> i32) -> i32 {
         }
     }
 }
+
+/// How long [`eventually`] waits: far beyond the one tick after a release at which the module's
+/// work item zeroes a slab, even on a guest slowed by emulation and other jobs.
+pub const EVENTUALLY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Waits until `condition` holds, checking it every millisecond; panics naming `what` if it
+/// still does not after [`EVENTUALLY`].
+pub fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + EVENTUALLY;
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {EVENTUALLY:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

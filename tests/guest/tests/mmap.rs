@@ -1,6 +1,7 @@
 //! mmap of slabs: exact length and granted offsets only, writable for the owner alone.
 
 use neuron_ds_guest_tests::*;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 const RW: i32 = libc::PROT_READ | libc::PROT_WRITE;
 
@@ -152,11 +153,22 @@ fn a_readers_view_ends_with_the_tenure_and_the_generation_moves_on() {
     assert_eq!(owned % 2, 1);
     assert_eq!(view.read_u64(nc_offset(0, 1)), 12);
     producer.release_and_exit();
-    // The view ended: the mapping reads zeros (its generation word too, which is not the
-    // generation it attached to), while the slot table shows the release.
-    assert_eq!(view.read_u64(GENERATION_OFFSET), 0);
-    assert_eq!(view.read_u64(nc_offset(0, 1)), 0);
     assert_eq!(slots()[slot].generation, owned + 1, "released: even");
+    // The view ended. Until the slab is zeroed the mapping shows the tenure as it ended, its
+    // generation moved on; from then on zeros, its generation word too (not the generation it
+    // attached to either). Read counter first: once zeros, always zeros.
+    let counter = view.read_u64(nc_offset(0, 1));
+    let generation = view.read_u64(GENERATION_OFFSET);
+    match counter {
+        12 => assert!(generation == owned + 1 || generation == 0, "{generation}"),
+        0 => assert_eq!(generation, 0, "a zeroed counter under the ended generation"),
+        other => panic!("counter {other} through a view of the ended tenure"),
+    }
+    // The zeroing comes by itself, without a next owner: the work item one tick later.
+    eventually("the ended view reads zeros", || {
+        view.read_u64(GENERATION_OFFSET) == 0
+    });
+    assert_eq!(view.read_u64(nc_offset(0, 1)), 0);
     // The next owner of that slab gets yet another generation, which the old view never shows.
     let mut next = Vec::new();
     loop {
@@ -171,6 +183,52 @@ fn a_readers_view_ends_with_the_tenure_and_the_generation_moves_on() {
     assert_eq!(view.read_u64(GENERATION_OFFSET), 0);
     assert_eq!(view.read_u64(nc_offset(0, 1)), 0);
     next.into_iter().for_each(Producer::exit);
+}
+
+#[test]
+fn an_ended_view_shows_the_tenure_as_it_ended_or_zeros_never_a_partly_zeroed_slab() {
+    // The zeroing removes the readers' pages before it zeroes the first byte. Were a slab
+    // zeroed (page by page, from the first) under a reader's pages, a reader that reads a word
+    // of page 0 and then one of page 16 would see the first zeroed and the second not.
+    const EARLY: (usize, usize) = (0, 1);
+    const LATE: (usize, usize) = (15, 94);
+    let page = |(core, index)| nc_offset(core, index) / 4096;
+    assert_eq!((page(EARLY), page(LATE)), (0, 16));
+    let file = open_device(DEVICE).unwrap();
+    let mut reads = 0u64;
+    for cycle in 1..=50u64 {
+        let producer = Producer::start(
+            DEVICE,
+            &[(EARLY.0, EARLY.1, cycle), (LATE.0, LATE.1, cycle)],
+        )
+        .unwrap();
+        let info = acquire(&file, producer.pid).unwrap();
+        let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset).unwrap();
+        let early = view.atomic_u64(nc_offset(EARLY.0, EARLY.1));
+        let late = view.atomic_u64(nc_offset(LATE.0, LATE.1));
+        assert_eq!((early.load(Relaxed), late.load(Relaxed)), (cycle, cycle));
+        reads += std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| {
+                let deadline = std::time::Instant::now() + EVENTUALLY;
+                let mut seen = 0u64;
+                loop {
+                    // Acquire: the second load is not made before the first.
+                    let first = early.load(Acquire);
+                    let second = late.load(Relaxed);
+                    seen += 1;
+                    match (first, second) {
+                        (0, 0) => return seen,
+                        (0, later) => panic!("cycle {cycle}: page 0 zeroed, page 16 {later}"),
+                        pair => assert!(pair.0 == cycle && pair.1 <= cycle, "{pair:?}"),
+                    }
+                    assert!(std::time::Instant::now() < deadline, "never zeroed");
+                }
+            });
+            producer.release_and_exit();
+            watcher.join().unwrap()
+        });
+    }
+    println!("{reads} reads of two pages across 50 releases and zeroings");
 }
 
 #[test]
