@@ -262,7 +262,6 @@ impl MiscFile for OpenFile {
         area.set_dontcopy();
         area.set_dontexpand();
         area.set_dontdump();
-        area.set_mixedmap();
         let view = this
             .device
             .authorize_mapping(window.slot, window.access, grant.view)?;

@@ -81,7 +81,8 @@ pub(crate) trait MiscFile: Sized + Send + Sync {
     fn poll(this: Pin<&Self>, file: &File, table: PollTable<'_>) -> PollEvents;
 
     /// Checks and sets up a new mapping (its flags; no page is inserted here). Returns the tag
-    /// that [`Fault::tag`] gives back for every fault of the mapping.
+    /// that [`Fault::tag`] gives back for every fault of the mapping, which the registration
+    /// then makes `VM_MIXEDMAP`, so that its faults can insert pages.
     fn mmap(this: Pin<&Self>, vma: &VmaNew) -> Result<u64>;
 
     /// Answers a page fault of a mapping made by [`MiscFile::mmap`].
@@ -344,6 +345,9 @@ impl<T: MiscFile> FileOps<T> {
         let area = unsafe { VmaNew::from_raw(vma) };
         match T::mmap(this, area) {
             Ok(tag) => {
+                // What `Fault::from_raw` requires of every VMA with these operations; nothing
+                // clears the flag afterwards, and splitting or moving the VMA keeps it.
+                area.set_mixedmap();
                 // SAFETY: the VMA is being set up under the mmap write lock, so nothing else
                 // reads its operations or private data. The core calls a file's `mmap` on a
                 // new VMA and these operations are the only ones it gets; they keep no
@@ -365,7 +369,8 @@ impl<T: MiscFile> FileOps<T> {
     /// Called by the core for a page fault of a VMA with these operations, with the VMA's read
     /// lock (or the mmap read lock) held.
     unsafe extern "C" fn fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fault_t {
-        // SAFETY: `vmf` is valid and the VMA read-locked for the call.
+        // SAFETY: `vmf` is valid and the VMA read-locked for the call; `mmap` made the VMA
+        // `VM_MIXEDMAP` when it installed these operations.
         let fault = unsafe { Fault::from_raw(vmf) };
         // SAFETY: only `mmap` of a file of these operations installs them, and a VMA holds a
         // reference to its file, so the file is open (its `release` has not run) while the VMA

@@ -10,8 +10,8 @@ use kernel::{
     bindings,
     mm::virt::{
         flags,
-        VmaNew,
-        VmaRef, //
+        VmaMixedMap,
+        VmaNew, //
     },
     page::{
         Page,
@@ -62,7 +62,7 @@ pub(crate) fn make_read_only(vma: &VmaNew) {
 /// `offset` the file offset in bytes of that page; the VMA (or mmap) read lock is held for
 /// `'a`.
 pub(crate) struct Fault<'a> {
-    vma: &'a VmaRef,
+    vma: &'a VmaMixedMap,
     address: usize,
     offset: u64,
 }
@@ -76,15 +76,17 @@ impl<'a> Fault<'a> {
     /// # Safety
     ///
     /// `vmf` is the argument of a `vm_operations_struct::fault` call, valid for `'a`, which
-    /// runs with the faulting VMA's read lock (or the mmap read lock) held.
+    /// runs with the faulting VMA's read lock (or the mmap read lock) held, for a VMA that has
+    /// `VM_MIXEDMAP` set.
     pub(crate) unsafe fn from_raw(vmf: *const bindings::vm_fault) -> Self {
         // SAFETY: `vmf` is valid for `'a` (the function's contract).
         let (vma, address, pgoff) = unsafe {
             let fault = &(*vmf).__bindgen_anon_1;
             (fault.vma, fault.address, fault.pgoff)
         };
-        // SAFETY: the VMA is valid and read-locked for the duration of the fault.
-        let vma = unsafe { VmaRef::from_raw(vma) };
+        // SAFETY: the VMA is valid and read-locked for the duration of the fault, and has
+        // `VM_MIXEDMAP` set (the function's contract).
+        let vma = unsafe { VmaMixedMap::from_raw(vma) };
         // INVARIANT: the core passes the page-aligned address and its file page offset.
         Self {
             vma,
@@ -109,12 +111,9 @@ impl<'a> Fault<'a> {
     }
 
     /// Answers the fault with `page`, mapped at the faulting address with the mapping's
-    /// protection. A mapping that is not `VM_MIXEDMAP` gets `SIGBUS`.
+    /// protection.
     pub(crate) fn insert(&self, page: &Page) -> FaultOutcome {
-        let Some(mixed) = self.vma.as_mixedmap_vma() else {
-            return Self::sigbus();
-        };
-        match mixed.vm_insert_page(self.address, page) {
+        match self.vma.vm_insert_page(self.address, page) {
             // Inserted, or another fault of the same page inserted it first.
             Ok(()) => FaultOutcome(bindings::vm_fault_reason_VM_FAULT_NOPAGE),
             Err(err) if err == EBUSY => FaultOutcome(bindings::vm_fault_reason_VM_FAULT_NOPAGE),
@@ -128,13 +127,11 @@ impl<'a> Fault<'a> {
     /// `pages[index]` at the faulting address (fault-around, as TTM prefaults a buffer object):
     /// a process touching every page of a range then faults once, not once per page, and the
     /// pages go in by batches of [`INSERT_BATCH`] under one page-table lock. Only the faulting
-    /// page's outcome is reported; another page that cannot be mapped (already mapped, no
-    /// memory) is left to its own fault. `SIGBUS` if `index` is outside `pages`.
+    /// page's outcome is reported; a batch stops at a page that cannot be mapped (already
+    /// mapped, no memory), and the pages after it in that batch are left to their own faults.
+    /// `SIGBUS` if `index` is outside `pages`.
     pub(crate) fn insert_around(&self, pages: &[Page], index: usize) -> FaultOutcome {
         let Some(faulting) = pages.get(index) else {
-            return Self::sigbus();
-        };
-        let Some(mixed) = self.vma.as_mixedmap_vma() else {
             return Self::sigbus();
         };
         // The faulting address is inside the VMA (type invariant): pages before and after it.
@@ -149,27 +146,20 @@ impl<'a> Fault<'a> {
                 *slot = page.as_ptr();
             }
             let mut left = batch.len() as kernel::ffi::c_ulong;
-            // SAFETY: the VMA is read-locked for the fault (type invariant) and is
-            // `VM_MIXEDMAP` (`mixed`); the `batch.len()` pages from `address` on lie inside it
+            // SAFETY: the VMA is read-locked for the fault and is `VM_MIXEDMAP` (type
+            // invariant); the `batch.len()` pages from `address` on lie inside it
             // (`first` and `end` are bounded by the pages before and after the faulting one);
             // `raw` holds that many pointers to pages borrowed from `pages` for the call, each
             // of which the core takes its own reference to when it maps it; `left` is the
-            // in/out count.
-            let failed = unsafe {
+            // in/out count. A failure only leaves pages of the batch unmapped.
+            unsafe {
                 bindings::vm_insert_pages(
                     self.vma.as_ptr(),
                     address as kernel::ffi::c_ulong,
                     raw.as_mut_ptr(),
                     &mut left,
                 )
-            } != 0;
-            if failed {
-                // It stopped at the first page it could not map: the rest one by one.
-                let done = batch.len().saturating_sub(left as usize);
-                for (i, page) in batch.iter().enumerate().skip(done) {
-                    let _ = mixed.vm_insert_page(address + i * PAGE_SIZE, page);
-                }
-            }
+            };
             address += batch.len() * PAGE_SIZE;
         }
         self.insert(faulting)
