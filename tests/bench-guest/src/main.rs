@@ -5,7 +5,7 @@
 //! | --- | --- |
 //! | open + ACQUIRE + mmap + touch 64 pages + munmap + RELEASE + close | open + 2 null ioctls on the same device + mmap(MAP_POPULATE) of a 256 KiB memfd + touch 64 pages + munmap + close |
 //! | RELEASE (aggregation) with 16 live slabs | the same with 1 live slab |
-//! | RELEASE (aggregation) while four other processes have the slab mapped, every page touched | the same with none |
+//! | RELEASE (aggregation) while four other processes have the slab mapped, every page touched | the same right after the four unmapped it again (the same work, no mapping at the release); and RELEASE with no other process |
 //! | RELEASE while another process reads every sysfs counter file in a loop | RELEASE alone, and RELEASE while another process reads the misc device's `dev` attribute in a loop (the same load on the other CPU, no module code) |
 //! | open + read + close of a sysfs total, 1 and 16 live slabs | the same for the misc device's `dev` attribute |
 //! | wakeup of a reader blocked in `read()` of the posts, from the period's stamp | wakeup of a reader blocked in `read()` of a pipe, from the stamp of the thread that writes it after sleeping a period |
@@ -521,14 +521,25 @@ impl Drop for Readers {
     }
 }
 
-/// ACQUIRE and the readers' mappings (not timed), then RELEASE (timed), then their munmaps.
-fn timed_release_with_readers(device: &Device, readers: &mut Readers) -> Result<Duration> {
+/// ACQUIRE, the readers' mappings and their munmaps (not timed), and RELEASE (timed) while
+/// they are `mapped`, or right after they unmapped: the same work either way, so that the
+/// only difference is the mappings at the moment of the release.
+fn timed_release_with_readers(
+    device: &Device,
+    readers: &mut Readers,
+    mapped: bool,
+) -> Result<Duration> {
     let offset = device.acquire()?;
     readers.tell(b'm', offset)?;
+    if !mapped {
+        readers.tell(b'u', 0)?;
+    }
     let start = Instant::now();
     device.release()?;
     let elapsed = start.elapsed();
-    readers.tell(b'u', 0)?;
+    if mapped {
+        readers.tell(b'u', 0)?;
+    }
     Ok(elapsed)
 }
 
@@ -632,7 +643,11 @@ fn run() -> Result<()> {
         }),
         (GuestBench::ReleaseFourReaders, &mut || {
             let mut readers = Readers::spawn(&device, 4)?;
-            batch(|| timed_release_with_readers(&device, &mut readers))
+            batch(|| timed_release_with_readers(&device, &mut readers, true))
+        }),
+        (GuestBench::ReleaseFourReadersDetached, &mut || {
+            let mut readers = Readers::spawn(&device, 4)?;
+            batch(|| timed_release_with_readers(&device, &mut readers, false))
         }),
         (GuestBench::ReleaseUnderSysfsReads, &mut || {
             let _reader = SysfsReadLoop::start(&counter_files)?;
