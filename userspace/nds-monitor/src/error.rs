@@ -34,7 +34,7 @@ pub enum Error {
     /// The certificate or key of `serve --cert-file/--key-file` cannot be used.
     #[cfg(feature = "serve")]
     #[error("serve: {0}")]
-    Tls(#[from] crate::serve::TlsError),
+    Tls(#[from] crate::serve::tls::TlsError),
     /// The HTTP endpoint could not be set up.
     #[error("serve {address}: {source}")]
     Serve {
