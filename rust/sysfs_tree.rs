@@ -124,15 +124,20 @@ impl SysfsFiles for InfoFiles {
     }
 }
 
-/// `-1` or an unsigned decimal number (the device refuses more than a day), with ASCII
-/// whitespace around.
+/// `-1` or an unsigned decimal number that fits 32 bits (the device refuses more than a day),
+/// with ASCII whitespace around. Read as bytes: every byte of a number is an ASCII digit, so
+/// nothing needs decoding as text, and a sign, a second number or any other byte is refused.
 fn parse_notify_delay(input: &[u8]) -> Option<i64> {
-    let text = core::str::from_utf8(input.trim_ascii()).ok()?;
-    match text {
-        "-1" => Some(NOTIFY_OFF),
-        // The integer parser also takes a leading `+`, which is not a number of the file's.
-        _ if text.starts_with('+') => None,
-        _ => text.parse::<u32>().ok().map(i64::from),
+    match input.trim_ascii() {
+        b"-1" => Some(NOTIFY_OFF),
+        [] => None,
+        digits => digits
+            .iter()
+            .try_fold(0u32, |value, &digit| {
+                let digit = char::from(digit).to_digit(10)?;
+                value.checked_mul(10)?.checked_add(digit)
+            })
+            .map(i64::from),
     }
 }
 
@@ -249,7 +254,11 @@ mod tests {
             (b" 250 ", Some(250)),
             (b"86400000", Some(86_400_000)),
             (b"123456789", Some(123_456_789)),
+            (b"4294967295", Some(4_294_967_295)),
             (b"4294967296", None),
+            (b"007", Some(7)),
+            (b"12a", None),
+            ("\u{0661}".as_bytes(), None),
             (b"+5", None),
             (b" -1 2", None),
             (b"\xff", None),

@@ -56,13 +56,15 @@ struct CoreTotals {
     released: [u64; NODE_COUNT],
     /// Per counter: what the last release added.
     present: [u64; NODE_COUNT],
-    /// The counters whose `total` or `present` changed since [`DeviceTotals::take_changed`].
-    changed: ChangedCounters,
 }
 
 /// The totals of every core of one device.
 pub(crate) struct DeviceTotals {
     cores: KVec<CoreTotals>,
+    /// Per core, the counters whose `total` or `present` changed since
+    /// [`DeviceTotals::take_changed`]; all of a device's cores' fit, whatever its core count,
+    /// so that they are taken in one copy.
+    changed: [ChangedCounters; MAX_CORES],
     /// Per slot, core and counter: what the slot's slab held at the last reset while it was
     /// live.
     baselines: KBox<PerSlot<KVec<[u64; NODE_COUNT]>>>,
@@ -74,10 +76,10 @@ impl DeviceTotals {
         let zero = CoreTotals {
             released: [0; NODE_COUNT],
             present: [0; NODE_COUNT],
-            changed: 0,
         };
         Ok(Self {
             cores: KVec::from_elem(zero, core_count, GFP_KERNEL)?,
+            changed: [0; MAX_CORES],
             baselines: KBox::init(
                 PerSlot::try_init(|_| {
                     Ok(KVec::from_elem([0; NODE_COUNT], core_count, GFP_KERNEL)?)
@@ -115,14 +117,15 @@ impl DeviceTotals {
     /// every core, less its baselines, which are forgotten.
     pub(crate) fn add_release(&mut self, slot: SlotIndex, slab: &dyn SlabValues) {
         let baselines = self.baselines[slot].iter_mut();
-        for (core, (totals, baseline)) in self.cores.iter_mut().zip(baselines).enumerate() {
+        let cores = self.cores.iter_mut().zip(self.changed.iter_mut());
+        for (core, ((totals, changed), baseline)) in cores.zip(baselines).enumerate() {
             let baseline = core::mem::replace(baseline, [0; NODE_COUNT]);
             let counters = SYSFS_COUNTERS.iter().zip(baseline);
             let sums = totals.released.iter_mut().zip(totals.present.iter_mut());
             for (bit, ((counter, baseline), (total, last))) in counters.zip(sums).enumerate() {
                 let added = contribution(counter, slab, core).wrapping_sub(baseline);
                 if added != 0 || *last != 0 {
-                    totals.changed |= 1 << bit;
+                    *changed |= 1 << bit;
                 }
                 *total = total.wrapping_add(added);
                 *last = added;
@@ -140,13 +143,15 @@ impl DeviceTotals {
     ) -> Result {
         let counter = SYSFS_COUNTERS.get(node).ok_or(EINVAL)?;
         let totals = self.cores.get_mut(core).ok_or(EINVAL)?;
-        let (Some(total), Some(last)) =
-            (totals.released.get_mut(node), totals.present.get_mut(node))
-        else {
+        let (Some(total), Some(last), Some(changed)) = (
+            totals.released.get_mut(node),
+            totals.present.get_mut(node),
+            self.changed.get_mut(core),
+        ) else {
             return Err(EINVAL);
         };
         (*total, *last) = (0, 0);
-        totals.changed |= 1 << node;
+        *changed |= 1 << node;
         for (slot, slab) in live {
             if let Some(baseline) = self.baselines[slot]
                 .get_mut(core)
@@ -161,11 +166,7 @@ impl DeviceTotals {
     /// Per core, the counters whose files changed since the last call (none for a core the
     /// device does not have), forgetting them.
     pub(crate) fn take_changed(&mut self) -> [ChangedCounters; MAX_CORES] {
-        let mut changed = [0; MAX_CORES];
-        for (bits, totals) in changed.iter_mut().zip(self.cores.iter_mut()) {
-            *bits = core::mem::take(&mut totals.changed);
-        }
-        changed
+        core::mem::take(&mut self.changed)
     }
 }
 
