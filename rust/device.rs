@@ -47,7 +47,6 @@ pub(crate) use mapping::{
 pub(crate) use ownership::Acquired;
 
 use crate::{
-    abi::layout::SLAB_GENERATION_OFFSET,
     shim::{
         kcov::CoverageHandle,
         shared_mapping::SharedMapping,
@@ -63,7 +62,9 @@ use crate::{
         notify::NotifyPolicy,
         slab_values::{
             LiveSlab,
-            SlabSnapshot, //
+            Slab,
+            SlabSnapshot,
+            GENERATION_WORD, //
         },
         slots::{
             PerSlot,
@@ -80,7 +81,6 @@ use core::fmt::Write;
 use kernel::{
     mm::Mm,
     new_condvar, new_mutex, new_poll_condvar,
-    page::PAGE_SIZE,
     prelude::*,
     sync::{
         aref::ARef,
@@ -104,9 +104,6 @@ use kernel::{
 /// Bytes in one slab.
 pub(crate) const SLAB_SIZE: usize = crate::abi::layout::NEURON_DATASTORE_SIZE;
 
-/// Pages in one slab.
-const SLAB_PAGES: usize = SLAB_SIZE / PAGE_SIZE;
-
 /// The thread group that owns a slab.
 pub(crate) struct Owner {
     /// The group, by its TGID: it survives an `execve` from any of its threads, and its number
@@ -122,7 +119,7 @@ pub(crate) struct Owner {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DeviceConfig {
     /// Device index: `/dev/<name><index>`.
-    pub(crate) index: usize,
+    pub(crate) index: u8,
     /// NeuronCores whose counters are aggregated.
     pub(crate) core_count: usize,
     /// Picoseconds per unit of `NC_COUNTER_TIME_IN_USE`.
@@ -153,9 +150,9 @@ struct Inner {
 #[pin_data]
 pub(crate) struct DeviceState {
     config: DeviceConfig,
-    slabs: PerSlot<Pin<KBox<SharedPages>>>,
+    slabs: PerSlot<Pin<KBox<Slab>>>,
     /// The page a reader's mapping shows once its view has ended.
-    zeros: Pin<KBox<SharedPages>>,
+    zeros: Pin<KBox<SharedPages<1>>>,
     /// The address space of every file of the device, where every mapping of a slab is found.
     mapping: SharedMapping,
     /// Where a release copies the slab's counters; held across the copy and its aggregation.
@@ -201,7 +198,7 @@ impl DeviceState {
             openers: KVec::new(),
             totals: DeviceTotals::new(config.core_count)?,
             metrics: MetricsState::new(
-                u32::try_from(config.index)?,
+                u32::from(config.index),
                 config.core_count,
                 config.time_unit_ps,
             )?,
@@ -213,8 +210,8 @@ impl DeviceState {
         Arc::pin_init(
             try_pin_init!(Self {
                 config,
-                slabs <- PerSlot::try_init(|_| SharedPages::new_zeroed(SLAB_PAGES)),
-                zeros: SharedPages::new_zeroed(1)?,
+                slabs <- PerSlot::try_init(|_| Slab::new_zeroed()),
+                zeros: SharedPages::new_zeroed()?,
                 mapping: SharedMapping::new(c"neuron_ds")?,
                 snapshot <- new_mutex!(snapshot),
                 inner <- new_mutex!(inner),
@@ -241,14 +238,13 @@ impl DeviceState {
     }
 
     /// The slab of slot `slot`.
-    pub(crate) fn slab(&self, slot: SlotIndex) -> &SharedPages {
+    pub(crate) fn slab(&self, slot: SlotIndex) -> &Slab {
         &self.slabs[slot]
     }
 
     /// Writes `generation` into slot `slot`'s slab.
     fn publish_generation(&self, slot: SlotIndex, generation: u64) {
-        // The offset is a constant inside the slab, so the store cannot miss.
-        let _ = self.slab(slot).store(SLAB_GENERATION_OFFSET, generation);
+        self.slab(slot).store(GENERATION_WORD, generation);
     }
 
     /// Ends a metrics period of `elapsed_us` microseconds: reaps dead owners and posts every
@@ -341,6 +337,7 @@ mod tests {
             SYSFS_COUNTERS, //
         },
     };
+    use crate::state::slab_values::SlabWord;
 
     fn node_of(group: SysfsGroup, name: &str) -> Result<usize> {
         let wanted = sysfs_counter(group, name).ok_or(EINVAL)?;
@@ -366,8 +363,11 @@ mod tests {
         crate::shim::workqueue::cancel_delayed_work_sync::<_, NOTIFY_WORK>(device);
     }
 
-    fn nc(core: usize, counter: NcCounter) -> Result<usize> {
-        nc_counter_offset(core, counter.index()).map_err(|_| EINVAL)
+    fn nc(core: usize, counter: NcCounter) -> Result<SlabWord> {
+        nc_counter_offset(core, counter.index())
+            .ok()
+            .and_then(SlabWord::new)
+            .ok_or(EINVAL)
     }
 
     #[test]
@@ -380,11 +380,10 @@ mod tests {
         assert_eq!(generation % 2, 1);
         let slab = device.slab(acquired.slot);
         // Core 1: 3 successes and 10 MACs.
-        slab.store(nc(1, NcCounter::InferCompleted)?, 3)
-            .ok_or(EINVAL)?;
-        slab.store(nc(1, NcCounter::MacCount)?, 10).ok_or(EINVAL)?;
+        slab.store(nc(1, NcCounter::InferCompleted)?, 3);
+        slab.store(nc(1, NcCounter::MacCount)?, 10);
         device.release_own(&me);
-        assert_eq!(slab.load(SLAB_GENERATION_OFFSET), Some(generation + 1));
+        assert_eq!(slab.load(GENERATION_WORD), generation + 1);
         let success = node_of(SysfsGroup::Status, "success")?;
         let flops = node_of(SysfsGroup::OtherInfo, "flop_count")?;
         assert_eq!(
@@ -402,8 +401,8 @@ mod tests {
         // middle of), then scrub what it left dirty.
         finish(&device);
         while device.scrub_oldest_dirty() {}
-        assert_eq!(slab.load(nc(1, NcCounter::InferCompleted)?), Some(0));
-        assert_eq!(slab.load(SLAB_GENERATION_OFFSET), Some(generation + 1));
+        assert_eq!(slab.load(nc(1, NcCounter::InferCompleted)?), 0);
+        assert_eq!(slab.load(GENERATION_WORD), generation + 1);
         finish(&device);
         Ok(())
     }
@@ -416,7 +415,7 @@ mod tests {
         let offset = nc(0, NcCounter::InferCompleted)?;
         let acquired = device.acquire_own()?;
         let slab = device.slab(acquired.slot);
-        slab.store(offset, 4).ok_or(EINVAL)?;
+        slab.store(offset, 4);
         assert_eq!(
             device.counter(0, success)?,
             Shown {
@@ -426,7 +425,7 @@ mod tests {
         );
         device.reset_counter(0, success)?;
         assert_eq!(device.counter(0, success)?, Shown::default());
-        slab.store(offset, 6).ok_or(EINVAL)?;
+        slab.store(offset, 6);
         assert_eq!(device.counter(0, success)?.total, 2);
         device.release_own(&me);
         assert_eq!(

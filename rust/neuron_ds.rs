@@ -145,12 +145,12 @@ fn valid_name(name: &CStr) -> Option<&str> {
 }
 
 /// A device or core count if it is between 1 and `MAX_PARAMETER`.
-fn valid_count(count: u32) -> Option<usize> {
-    // CAST: a `u32` fits in the `usize` of every target the kernel builds Rust for.
-    (1..=MAX_PARAMETER)
-        .contains(&count)
-        .then_some(count as usize)
+fn valid_count(count: u32) -> Option<u8> {
+    // CAST: at most `MAX_PARAMETER`, which fits in a `u8`.
+    (1..=MAX_PARAMETER).contains(&count).then_some(count as u8)
 }
+
+const _: () = assert!(MAX_PARAMETER <= u8::MAX as u32);
 
 /// The loaded module: owns the class and every device.
 struct NeuronDsModule {
@@ -192,7 +192,7 @@ impl kernel::Module for NeuronDsModule {
         for index in 0..device_count {
             let config = device::DeviceConfig {
                 index,
-                core_count,
+                core_count: usize::from(core_count),
                 time_unit_ps,
                 strict_reader_mappings: STRICT_READER_MAPPINGS.get(),
                 accept_unknown_metrics_modes: METRICS_CTRL_ACCEPT_UNKNOWN.get(),

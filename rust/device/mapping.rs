@@ -12,9 +12,12 @@ use crate::{
         Fault,
         FaultOutcome, //
     },
-    state::slots::{
-        SlotIndex,
-        SLOT_COUNT, //
+    state::{
+        slab_values::SLAB_PAGES,
+        slots::{
+            SlotIndex,
+            SLOT_COUNT, //
+        },
     },
 };
 use kernel::{mm::Mm, page::PAGE_SIZE, prelude::*, sync::aref::ARef};
@@ -34,7 +37,7 @@ pub(crate) enum Access {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Window {
     /// The device index.
-    pub(crate) device: usize,
+    pub(crate) device: u8,
     /// The slot.
     pub(crate) slot: SlotIndex,
     /// Whose window.
@@ -45,27 +48,38 @@ pub(crate) struct Window {
 const WINDOW_BYTES: u64 = SLAB_SIZE as u64;
 
 impl Window {
-    /// The window's file offset in bytes.
-    pub(crate) fn offset(self) -> u64 {
-        let index = (self.device * SLOT_COUNT + self.slot.get()) * 2
+    /// The window's first page, as a page offset of the device's files. The device index, the
+    /// slot and the access are small, so the page is far below any bound.
+    pub(crate) fn first_page(self) -> usize {
+        let window = (usize::from(self.device) * SLOT_COUNT + self.slot.get()) * 2
             + usize::from(self.access == Access::Owner);
-        u64::try_from(index).map_or(u64::MAX, |index| index.saturating_mul(WINDOW_BYTES))
+        window * SLAB_PAGES
     }
 
-    /// The window that file offset `offset` falls in, and the page of the slab it names.
+    /// The window's file offset in bytes.
+    pub(crate) fn offset(self) -> u64 {
+        // CAST: a `usize` fits in a `u64` on every target the kernel builds Rust for.
+        self.first_page() as u64 * PAGE_SIZE as u64
+    }
+
+    /// The window that file offset `offset` falls in, and the page of the slab it names;
+    /// `None` past the last device there can be.
     pub(crate) fn containing(offset: u64) -> Option<(Self, usize)> {
-        let window = usize::try_from(offset / WINDOW_BYTES).ok()?;
-        let page = usize::try_from(offset % WINDOW_BYTES).ok()? / PAGE_SIZE;
+        let window = offset / WINDOW_BYTES;
+        // CAST: below `SLAB_PAGES`.
+        let page = (offset % WINDOW_BYTES) as usize / PAGE_SIZE;
         let access = if window % 2 == 1 {
             Access::Owner
         } else {
             Access::Read
         };
         let slab = window / 2;
-        let slot = SlotIndex::new(slab % SLOT_COUNT)?;
+        // CAST: below `SLOT_COUNT`.
+        let slot = SlotIndex::new((slab % SLOT_COUNT as u64) as usize)?;
+        let device = u8::try_from(slab / SLOT_COUNT as u64).ok()?;
         Some((
             Self {
-                device: slab / SLOT_COUNT,
+                device,
                 slot,
                 access,
             },
@@ -131,13 +145,12 @@ impl DeviceState {
     /// Removes the pages of every mapping of slot `slot`'s `access` window, in every process;
     /// their next accesses fault into [`DeviceState::fault`].
     pub(super) fn unmap_window(&self, slot: SlotIndex, access: Access) {
-        let start = Window {
+        let window = Window {
             device: self.config.index,
             slot,
             access,
-        }
-        .offset();
-        self.mapping.unmap(start, WINDOW_BYTES);
+        };
+        self.mapping.unmap_pages(window.first_page(), SLAB_PAGES);
     }
 
     /// Answers a fault of a mapping made for view `fault.tag()`: the slab's page while the view

@@ -31,10 +31,12 @@ use super::{
     SCRUB_WORK, //
 };
 use crate::{
-    abi::layout::SLAB_GENERATION_OFFSET,
     shim::barrier::smp_wmb,
     state::{
-        slab_values::LiveSlab,
+        slab_values::{
+            LiveSlab,
+            GENERATION_WORD, //
+        },
         slots::{
             Scrubbing,
             SlotIndex, //
@@ -117,10 +119,10 @@ impl DeviceState {
         // A reader that sees any zeroed word must also see that the generation moved on, which
         // the release wrote; it is written again around the zeroing, which covers the
         // generation's page too.
-        let _ = slab.store(SLAB_GENERATION_OFFSET, generation);
+        slab.store(GENERATION_WORD, generation);
         smp_wmb();
         slab.zero_all();
-        let _ = slab.store(SLAB_GENERATION_OFFSET, generation);
+        slab.store(GENERATION_WORD, generation);
         let mut inner = self.inner.lock();
         inner.pool.finish_scrub(scrubbing);
         self.slot_zeroed.notify_all();

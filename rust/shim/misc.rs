@@ -10,7 +10,7 @@
 //! operations that do all four:
 //!
 //! * Every file's `f_mapping` is the address space [`MiscFile::mapping`] names, so that one
-//!   [`SharedMapping::unmap`] reaches every mapping of a range in every process (DRM sets
+//!   [`SharedMapping::unmap_pages`] reaches every mapping of a range in every process (DRM sets
 //!   `f_mapping` at open for the same reason).
 //! * A mapping gets no pages at `mmap`: [`MiscFile::mmap`] checks the request and returns a tag
 //!   kept with the VMA, and each page is inserted by [`MiscFile::fault`] when first touched.

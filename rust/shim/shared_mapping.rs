@@ -67,18 +67,13 @@ impl SharedMapping {
         unsafe { (*self.file.as_ptr()).f_mapping }
     }
 
-    /// Removes the pages of every mapping of file offsets `start..start + len` (private copies
-    /// included): each later access of those addresses faults again.
-    pub(crate) fn unmap(&self, start: u64, len: u64) {
-        let (Ok(start), Ok(len)) = (
-            bindings::loff_t::try_from(start),
-            bindings::loff_t::try_from(len),
-        ) else {
-            return;
-        };
-        // SAFETY: the address space is live (type invariant); `unmap_mapping_range` takes the
+    /// Removes the pages of every mapping of the `count` pages of file offsets from page
+    /// `first` on (private copies included): each later access of those addresses faults
+    /// again.
+    pub(crate) fn unmap_pages(&self, first: usize, count: usize) {
+        // SAFETY: the address space is live (type invariant); `unmap_mapping_pages` takes the
         // locks it needs and may sleep, which callers allow by calling from process context.
-        unsafe { bindings::unmap_mapping_range(self.as_raw(), start, len, 1) };
+        unsafe { bindings::unmap_mapping_pages(self.as_raw(), first, count, true) };
     }
 }
 

@@ -29,7 +29,35 @@ use kernel::{
 
 const WORD: usize = size_of::<u64>();
 
-/// Pages shared with user mappings.
+/// The byte offset of an 8-byte word inside `PAGES` pages, checked once where it is made: a
+/// word access through it cannot miss, so it has no failure to report.
+///
+/// # Invariants
+///
+/// The offset is a multiple of 8 below `PAGES * PAGE_SIZE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WordOffset<const PAGES: usize>(usize);
+
+impl<const PAGES: usize> WordOffset<PAGES> {
+    /// The word at byte `offset`, if `offset` is a multiple of 8 inside the pages.
+    pub(crate) const fn new(offset: usize) -> Option<Self> {
+        if offset % WORD == 0 && offset / PAGE_SIZE < PAGES {
+            // INVARIANT: just checked.
+            Some(Self(offset))
+        } else {
+            None
+        }
+    }
+
+    /// The page the word is in, and its byte offset inside that page.
+    fn place(self) -> (usize, usize) {
+        // The mask changes nothing (type invariant, and `PAGES` is a power of two); it tells
+        // the compiler that the page index is in bounds.
+        ((self.0 / PAGE_SIZE) & (PAGES - 1), self.0 % PAGE_SIZE)
+    }
+}
+
+/// `PAGES` order-0 pages shared with user mappings.
 ///
 /// The kernel accesses a word with one atomic 8-byte load or store, which a concurrent user
 /// store cannot tear. Zeroing a whole page uses the non-atomic page-zeroing primitive instead; it
@@ -39,25 +67,26 @@ const WORD: usize = size_of::<u64>();
 ///
 /// # Invariants
 ///
-/// `pages` holds order-0 pages owned for the lifetime of `self`.
+/// `pages` are order-0 pages owned for the lifetime of `self`.
 #[pin_data]
-pub(crate) struct SharedPages {
-    pages: KVec<Page>,
+pub(crate) struct SharedPages<const PAGES: usize> {
+    pages: [Page; PAGES],
     #[pin]
     kernel_access: SpinLock<()>,
 }
 
-impl SharedPages {
-    /// Allocates `count` zeroed pages.
-    pub(crate) fn new_zeroed(count: usize) -> Result<Pin<KBox<Self>>> {
-        let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
-        for _ in 0..count {
-            pages.push(Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?, GFP_KERNEL)?;
-        }
-        // INVARIANT: every page was just allocated and is owned by `pages`.
+impl<const PAGES: usize> SharedPages<PAGES> {
+    const PAGES_ARE_A_POWER_OF_TWO: () = assert!(PAGES.is_power_of_two());
+
+    /// Allocates `PAGES` zeroed pages.
+    pub(crate) fn new_zeroed() -> Result<Pin<KBox<Self>>> {
+        let () = Self::PAGES_ARE_A_POWER_OF_TWO;
+        // INVARIANT: every page is allocated here and owned by `pages`.
         KBox::pin_init(
             try_pin_init!(Self {
-                pages,
+                pages <- pin_init::init_array_from_fn(|_| {
+                    Page::alloc_page(GFP_KERNEL | __GFP_ZERO).map_err(Error::from)
+                }),
                 kernel_access <- new_spinlock!(()),
             }),
             GFP_KERNEL,
@@ -74,22 +103,20 @@ impl SharedPages {
     ///
     /// Two [`Words`] of different `SharedPages` must not be held at once (the locks are of one
     /// class, so lockdep would report the nesting).
-    pub(crate) fn words(&self) -> Words<'_> {
+    pub(crate) fn words(&self) -> Words<'_, PAGES> {
         Words {
             pages: &self.pages,
             _access: self.kernel_access.lock(),
         }
     }
 
-    /// The word at byte `offset`, read with one atomic load; `None` if `offset` is misaligned or
-    /// out of range.
-    pub(crate) fn load(&self, offset: usize) -> Option<u64> {
+    /// The word at `offset`, read with one atomic load.
+    pub(crate) fn load(&self, offset: WordOffset<PAGES>) -> u64 {
         self.words().load(offset)
     }
 
-    /// Stores `value` at byte `offset` with one atomic store; `None` if `offset` is misaligned or
-    /// out of range.
-    pub(crate) fn store(&self, offset: usize, value: u64) -> Option<()> {
+    /// Stores `value` at `offset` with one atomic store.
+    pub(crate) fn store(&self, offset: WordOffset<PAGES>, value: u64) {
         self.words().store(offset, value)
     }
 
@@ -105,47 +132,39 @@ impl SharedPages {
 }
 
 /// Atomic access to single words of [`SharedPages`], with its `kernel_access` lock held.
-pub(crate) struct Words<'a> {
-    pages: &'a [Page],
+pub(crate) struct Words<'a, const PAGES: usize> {
+    pages: &'a [Page; PAGES],
     _access: SpinLockGuard<'a, ()>,
 }
 
-impl Words<'_> {
-    /// Runs `f` with a pointer to the 8-byte word at byte `offset`, while its page is mapped in
-    /// the kernel; `None` if `offset` is misaligned or out of range.
-    fn with_word<R>(&self, offset: usize, f: impl FnOnce(*mut u64) -> R) -> Option<R> {
-        if offset % WORD != 0 {
-            return None;
-        }
-        let page = self.pages.get(offset / PAGE_SIZE)?;
+impl<const PAGES: usize> Words<'_, PAGES> {
+    /// Runs `f` with a pointer to the word at `offset`, while its page is mapped in the kernel.
+    fn with_word<R>(&self, offset: WordOffset<PAGES>, f: impl FnOnce(*mut u64) -> R) -> R {
+        let (page, in_page) = offset.place();
+        let page = &self.pages[page];
         // SAFETY: by the type invariant of `SharedPages`, `page` is a valid order-0 page that
         // outlives `self`.
         let base = unsafe { bindings::kmap_local_page(page.as_ptr()) };
-        let word = base
-            .cast::<u8>()
-            .wrapping_add(offset % PAGE_SIZE)
-            .cast::<u64>();
+        let word = base.cast::<u8>().wrapping_add(in_page).cast::<u64>();
         let result = f(word);
         // SAFETY: `base` came from `kmap_local_page` above and is unmapped exactly once, in the
         // reverse order of mapping (no other local mapping was made in between).
         unsafe { bindings::kunmap_local(base) };
-        Some(result)
+        result
     }
 
-    /// The word at byte `offset`, read with one atomic load; `None` if `offset` is misaligned or
-    /// out of range.
-    pub(crate) fn load(&self, offset: usize) -> Option<u64> {
+    /// The word at `offset`, read with one atomic load.
+    pub(crate) fn load(&self, offset: WordOffset<PAGES>) -> u64 {
         self.with_word(offset, |word| {
-            // SAFETY: `word` points into a page `with_word` mapped, is 8-byte aligned (the page is,
-            // and `offset` is a multiple of 8), and no non-atomic kernel access runs concurrently
-            // (`zero_page` holds `kernel_access`, which `self` holds).
+            // SAFETY: `word` points into a page `with_word` mapped, is 8-byte aligned (the page
+            // is, and so is `offset`, by its type invariant), and no non-atomic kernel access
+            // runs concurrently (`zero_all` holds `kernel_access`, which `self` holds).
             unsafe { atomic_load(word, Relaxed) }
         })
     }
 
-    /// Stores `value` at byte `offset` with one atomic store; `None` if `offset` is misaligned or
-    /// out of range.
-    pub(crate) fn store(&self, offset: usize, value: u64) -> Option<()> {
+    /// Stores `value` at `offset` with one atomic store.
+    pub(crate) fn store(&self, offset: WordOffset<PAGES>, value: u64) {
         self.with_word(offset, |word| {
             // SAFETY: as in `load`.
             unsafe { atomic_store(word, value, Relaxed) }

@@ -12,15 +12,38 @@ use crate::{
         },
         layout::{
             nc_counter_offset,
-            nd_counter_offset, //
+            nd_counter_offset,
+            NEURON_DATASTORE_SIZE,
+            SLAB_GENERATION_OFFSET, //
         },
     },
     shim::shared_pages::{
         SharedPages,
+        WordOffset,
         Words, //
     },
 };
-use kernel::prelude::*;
+use kernel::{
+    page::PAGE_SIZE,
+    prelude::*, //
+};
+
+/// Pages in one slab.
+pub(crate) const SLAB_PAGES: usize = NEURON_DATASTORE_SIZE / PAGE_SIZE;
+
+/// A slab's pages, shared with the processes that map it.
+pub(crate) type Slab = SharedPages<SLAB_PAGES>;
+
+/// A word of a slab.
+pub(crate) type SlabWord = WordOffset<SLAB_PAGES>;
+
+/// The slab's generation word, which the kernel writes.
+pub(crate) const GENERATION_WORD: SlabWord = match SlabWord::new(SLAB_GENERATION_OFFSET) {
+    Some(word) => word,
+    // PANIC: evaluated at compile time; the layout puts the generation at an aligned offset
+    // inside the slab.
+    None => panic!("the generation word is outside the slab"),
+};
 
 /// The counters of one slab.
 pub(crate) trait SlabValues {
@@ -42,11 +65,11 @@ impl<T: SlabValues + ?Sized> SlabValues for &T {
 
 /// A slab read as it is now, one atomic 8-byte load per counter (the owner may be writing),
 /// with the slab's word lock held until it is dropped.
-pub(crate) struct LiveSlab<'a>(Words<'a>);
+pub(crate) struct LiveSlab<'a>(Words<'a, SLAB_PAGES>);
 
 impl<'a> LiveSlab<'a> {
     /// Reads `slab`.
-    pub(crate) fn of(slab: &'a SharedPages) -> Self {
+    pub(crate) fn of(slab: &'a Slab) -> Self {
         Self(slab.words())
     }
 }
@@ -58,14 +81,14 @@ impl SlabValues for LiveSlab<'_> {
     fn nc(&self, core: usize, index: usize) -> u64 {
         nc_counter_offset(core, index)
             .ok()
-            .and_then(|offset| self.0.load(offset))
-            .unwrap_or(0)
+            .and_then(SlabWord::new)
+            .map_or(0, |word| self.0.load(word))
     }
 
     fn nd(&self, counter: NdCounter) -> u64 {
         nd_counter_offset(counter.index())
-            .and_then(|offset| self.0.load(offset))
-            .unwrap_or(0)
+            .and_then(SlabWord::new)
+            .map_or(0, |word| self.0.load(word))
     }
 }
 
@@ -135,8 +158,12 @@ mod tests {
     };
     use kernel::page::PAGE_SIZE;
 
-    fn new_slab() -> Result<Pin<KBox<SharedPages>>> {
-        SharedPages::new_zeroed(NEURON_DATASTORE_SIZE / PAGE_SIZE)
+    fn new_slab() -> Result<Pin<KBox<Slab>>> {
+        Slab::new_zeroed()
+    }
+
+    fn word(offset: usize) -> Result<SlabWord> {
+        SlabWord::new(offset).ok_or(EINVAL)
     }
 
     #[test]
@@ -152,7 +179,7 @@ mod tests {
             (15, 94, 67184),
         ];
         for (n, (_, _, offset)) in cases.into_iter().enumerate() {
-            slab.store(offset, 1000 + u64::try_from(n)?).ok_or(EINVAL)?;
+            slab.store(word(offset)?, 1000 + u64::try_from(n)?);
         }
         for (n, (core, index, _)) in cases.into_iter().enumerate() {
             assert_eq!(
@@ -170,8 +197,8 @@ mod tests {
     fn counters_0_to_30_of_cores_4_and_up_live_only_in_the_ext_data_band() -> Result {
         let slab = new_slab()?;
         // Core 4, counter 1 is at 57984 + 8; the NC band slot right after core 3 is not it.
-        slab.store(57984 + 8, 42).ok_or(EINVAL)?;
-        slab.store(256 + 8 * (31 * 4 + 1), 7).ok_or(EINVAL)?;
+        slab.store(word(57984 + 8)?, 42);
+        slab.store(word(256 + 8 * (31 * 4 + 1))?, 7);
         assert_eq!(LiveSlab::of(&slab).nc(4, 1), 42);
         Ok(())
     }
@@ -181,7 +208,7 @@ mod tests {
         let slab = new_slab()?;
         // Make every word non-zero so that a wrong address could not read 0 by accident.
         for offset in (0..NEURON_DATASTORE_SIZE).step_by(8) {
-            slab.store(offset, u64::MAX).ok_or(EINVAL)?;
+            slab.store(word(offset)?, u64::MAX);
         }
         let live = LiveSlab::of(&slab);
         assert_eq!(live.nc(0, 95), 0);
@@ -197,13 +224,13 @@ mod tests {
     fn a_snapshot_keeps_the_values_of_the_moment_it_was_taken() -> Result {
         let slab = new_slab()?;
         let success =
-            nc_counter_offset(1, NcCounter::InferCompleted.index()).map_err(|_| EINVAL)?;
-        let cluster = nd_counter_offset(NdCounter::DeviceClusterId.index()).ok_or(EINVAL)?;
-        slab.store(success, 5).ok_or(EINVAL)?;
-        slab.store(cluster, 9).ok_or(EINVAL)?;
+            word(nc_counter_offset(1, NcCounter::InferCompleted.index()).map_err(|_| EINVAL)?)?;
+        let cluster = word(nd_counter_offset(NdCounter::DeviceClusterId.index()).ok_or(EINVAL)?)?;
+        slab.store(success, 5);
+        slab.store(cluster, 9);
         let mut snapshot = SlabSnapshot::new(2)?;
         snapshot.take(&LiveSlab::of(&slab));
-        slab.store(success, 6).ok_or(EINVAL)?;
+        slab.store(success, 6);
         assert_eq!(snapshot.nc(1, NcCounter::InferCompleted.index()), 5);
         assert_eq!(snapshot.nd(NdCounter::DeviceClusterId), 9);
         // Cores beyond the device are not in the snapshot.
@@ -215,14 +242,15 @@ mod tests {
     fn zeroing_clears_every_page() -> Result {
         let slab = new_slab()?;
         for offset in (0..NEURON_DATASTORE_SIZE).step_by(PAGE_SIZE) {
-            slab.store(offset + PAGE_SIZE - 8, 3).ok_or(EINVAL)?;
+            slab.store(word(offset + PAGE_SIZE - 8)?, 3);
         }
         slab.zero_all();
         for offset in (0..NEURON_DATASTORE_SIZE).step_by(8) {
-            assert_eq!(slab.load(offset), Some(0));
+            assert_eq!(slab.load(word(offset)?), 0);
         }
-        assert_eq!(slab.load(NEURON_DATASTORE_SIZE), None);
-        assert_eq!(slab.load(4), None);
+        assert_eq!(SlabWord::new(NEURON_DATASTORE_SIZE), None);
+        assert_eq!(SlabWord::new(4), None);
+        assert!(SlabWord::new(NEURON_DATASTORE_SIZE - 8).is_some());
         Ok(())
     }
 }
