@@ -227,6 +227,7 @@ impl MiscFile for OpenFile {
     }
 
     /// Readable once a post past the file position exists.
+    #[inline]
     fn poll(this: Pin<&Self>, file: &File, table: PollTable<'_>) -> PollEvents {
         let from = u64::try_from(file_position(file)).unwrap_or(0);
         if this.device.poll_posts(file, &table, from) {

@@ -97,6 +97,7 @@ impl MetricsHandle {
 }
 
 impl Drop for MetricsHandle {
+    #[inline]
     fn drop(&mut self) {
         self.worker.stopping.store(true, Relaxed);
         cancel_delayed_work_sync(&self.worker);

@@ -45,6 +45,7 @@ pub(crate) struct NeuronDevice {
 struct ZeroingWork(Arc<DeviceState>);
 
 impl Drop for ZeroingWork {
+    #[inline]
     fn drop(&mut self) {
         cancel_delayed_work_sync::<_, SCRUB_WORK>(&self.0);
         cancel_delayed_work_sync::<_, NOTIFY_WORK>(&self.0);

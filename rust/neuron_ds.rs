@@ -44,6 +44,11 @@
 //!   (`sysfs_tree`), the metrics worker, and the wiring (`neuron_device`, this file).
 //!
 //! Every module imports only from the layers below it.
+//!
+//! The module is one crate, and rustc emits each of its non-generic functions out of line even
+//! where every call is inlined. Functions only ever called from generic code that inlines them
+//! (drop glue, the sysfs and workqueue dispatch) are `#[inline]`, so that the object holds no
+//! copy that nothing calls.
 
 use kernel::prelude::*;
 

@@ -53,6 +53,7 @@ impl SysfsFiles for DeviceInfo {
         mode: 0o444,
     }];
 
+    #[inline]
     fn show(&self, _file: usize, text: &mut SysfsText<'_>) -> Result {
         writeln!(text, "{}", self.device.config().core_count).map_err(|_| EFBIG)
     }
@@ -85,6 +86,7 @@ impl SysfsFiles for CounterFiles {
         },
     ];
 
+    #[inline]
     fn show(&self, file: usize, text: &mut SysfsText<'_>) -> Result {
         let shown = self.device.counter(self.core, self.node)?;
         let value = if file == TOTAL {
@@ -96,6 +98,7 @@ impl SysfsFiles for CounterFiles {
     }
 
     /// Writing anything resets the counter, as in the original.
+    #[inline]
     fn store(&self, _file: usize, _input: &[u8]) -> Result {
         self.device.reset_counter(self.core, self.node)
     }
@@ -113,6 +116,7 @@ impl SysfsFiles for InfoFiles {
         mode: 0o644,
     }];
 
+    #[inline]
     fn show(&self, _file: usize, text: &mut SysfsText<'_>) -> Result {
         writeln!(text, "{}", self.device.notify_delay()).map_err(|_| EFBIG)
     }

@@ -46,6 +46,7 @@ use kernel::{
 impl WorkItem<NOTIFY_WORK> for DeviceState {
     type Pointer = Arc<DeviceState>;
 
+    #[inline]
     fn run(this: Arc<DeviceState>) {
         this.worker_coverage.run(|| this.notify_changed());
     }
@@ -107,6 +108,7 @@ impl DeviceState {
     }
 
     /// `info/notify_delay`.
+    #[inline]
     pub(crate) fn notify_delay(&self) -> i64 {
         self.inner.lock().notify.delay_ms()
     }
@@ -150,6 +152,7 @@ impl DeviceState {
     }
 
     /// Registers `table` for the next posts and tells whether a post from `from` on exists.
+    #[inline]
     pub(crate) fn poll_posts(&self, file: &File, table: &PollTable<'_>, from: u64) -> bool {
         table.register_wait(file, &self.posted);
         self.inner.lock().metrics.ring().has_from(from)

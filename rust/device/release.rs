@@ -67,6 +67,7 @@ static CLEAR_TICK: Atomic<u64> = Atomic::new(1);
 impl WorkItem<SCRUB_WORK> for DeviceState {
     type Pointer = Arc<DeviceState>;
 
+    #[inline]
     fn run(this: Arc<DeviceState>) {
         this.worker_coverage
             .run(|| while this.scrub_oldest_dirty() {});

@@ -51,6 +51,7 @@ impl Class {
 }
 
 impl Drop for Class {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: by the type invariant the class is live and destroyed only here; every device
         // of the class holds an `Arc` to it, so none is left.

@@ -78,6 +78,7 @@ impl SharedMapping {
 }
 
 impl Drop for SharedMapping {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: by the type invariant we hold one reference, given back exactly once here.
         unsafe { bindings::fput(self.file.as_ptr()) };

@@ -103,6 +103,7 @@ impl<const PAGES: usize> SharedPages<PAGES> {
     ///
     /// Two [`Words`] of different `SharedPages` must not be held at once (the locks are of one
     /// class, so lockdep would report the nesting).
+    #[inline]
     pub(crate) fn words(&self) -> Words<'_, PAGES> {
         Words {
             pages: &self.pages,

@@ -118,6 +118,7 @@ unsafe impl SysfsParent for SysfsDir {
 }
 
 impl Drop for SysfsDir {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: by the type invariant we hold one reference, given back exactly once here.
         unsafe { bindings::kobject_put(self.kobj.as_ptr()) };
@@ -507,6 +508,7 @@ impl SysfsNotifier {
 }
 
 impl Drop for SysfsNotifier {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: by the type invariant we hold one reference, given back exactly once here.
         unsafe { bindings::kobject_put(self.kobj.as_ptr()) };

@@ -173,6 +173,7 @@ fn has_ptrace_capability(namespace: *mut bindings::user_namespace) -> bool {
 }
 
 impl Clone for ThreadGroup {
+    #[inline]
     fn clone(&self) -> Self {
         // SAFETY: `pid` is referenced (type invariant), so its count is not zero and may be
         // raised (`get_pid()`).
@@ -183,6 +184,7 @@ impl Clone for ThreadGroup {
 }
 
 impl Drop for ThreadGroup {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: by the type invariant we hold one reference, given back exactly once here.
         unsafe { bindings::put_pid(self.pid.as_ptr()) };

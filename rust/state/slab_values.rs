@@ -69,6 +69,7 @@ pub(crate) struct LiveSlab<'a>(Words<'a, SLAB_PAGES>);
 
 impl<'a> LiveSlab<'a> {
     /// Reads `slab`.
+    #[inline]
     pub(crate) fn of(slab: &'a Slab) -> Self {
         Self(slab.words())
     }

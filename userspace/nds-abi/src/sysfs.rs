@@ -32,6 +32,7 @@ impl CounterSource {
 
     /// The C enumerator's name, e.g. `NDS_NC_COUNTER_INFER_COMPLETED`.
     #[must_use]
+    #[inline]
     pub const fn name(self) -> &'static str {
         match self {
             Self::Nc(counter) => counter.name(),
@@ -59,6 +60,7 @@ impl CounterSource {
 }
 
 impl core::fmt::Display for CounterSource {
+    #[inline]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(self.name())
     }
@@ -100,6 +102,7 @@ pub struct SysfsCounter {
 
 /// `<group>/<name>`, e.g. `status/success`.
 impl core::fmt::Display for SysfsCounter {
+    #[inline]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}/{}", self.group.dir_name(), self.name)
     }
