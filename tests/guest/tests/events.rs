@@ -369,7 +369,15 @@ fn a_counters_pollers_are_woken_as_notify_delay_says() {
         "-1",
         "off by default"
     );
-    for bad in ["-2", "x", "86400001", "1.5"] {
+    for bad in [
+        "-2",
+        "+5",
+        "x",
+        "86400001",
+        "1.5",
+        "4294967296",
+        "99999999999",
+    ] {
         assert!(fs::write(&info, bad).is_err(), "notify_delay took {bad:?}");
     }
     // Off: a release changes the total, and nobody is woken.

@@ -15,6 +15,8 @@ use std::{
 
 /// The CloudWatch id of NeuronCore utilization.
 const UTILIZATION: u8 = 90;
+/// The CloudWatch id of the successes' metric (`NERR_OK`).
+const SUCCESSES: u8 = 200;
 
 /// A value of the module's parameter as userspace sees it.
 fn parameter(name: &str) -> String {
@@ -437,6 +439,7 @@ fn a_sixteen_core_device_totals_the_counters_of_every_band_of_the_layout() {
     let read = |core: usize, c: &SysfsCounter, file: &str| {
         sysfs_counter(core, c.group.dir_name(), c.name, file)
     };
+    let mut posts = open_posts(DEVICE).unwrap();
     let producer = Producer::start(DEVICE, &spec).unwrap();
     for &(core, c, value) in &writes {
         assert_eq!(read(core, c, "total"), value, "live {c} of core {core}");
@@ -464,4 +467,27 @@ fn a_sixteen_core_device_totals_the_counters_of_every_band_of_the_layout() {
             );
         }
     }
+    // The metric posts sum the device's sixteen cores too: the successes (CloudWatch id 200)
+    // of cores 0, 3, 4 and 15, once, in whichever periods they fell.
+    let expected: u64 = writes
+        .iter()
+        .filter(|(_, c, _)| c.name == "success")
+        .map(|(_, _, value)| value)
+        .sum();
+    let deadline = Instant::now() + metrics_period() * 10;
+    let mut posted = 0;
+    while posted < expected && Instant::now() < deadline {
+        thread::sleep(metrics_period());
+        posted += read_available_posts(&mut posts)
+            .iter()
+            .filter(|post| post.cw_id == SUCCESSES)
+            .map(|post| -> u64 {
+                std::str::from_utf8(post.value_bytes())
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .sum::<u64>();
+    }
+    assert_eq!(posted, expected, "successes posted for the sixteen cores");
 }

@@ -946,23 +946,31 @@ impl Fuzzer {
                 }
             }
             _ => {
-                // Taken: off, now, a few ms, whitespace around, a day. Refused: other negative
-                // numbers, text, more than a day, more than 8 digits.
-                let delay = self.rng.pick(&[
-                    "-1",
-                    "0",
-                    "7",
-                    " 250\n",
-                    "86400000",
+                // Taken: off, and numbers of every length up to a day's 8 digits (whitespace
+                // around one). Refused: other negative numbers, a sign, text, more than a day
+                // (the largest 32-bit number among them), a number over 32 bits, 11 digits.
+                const TAKEN: [&str; 9] = [
+                    "-1", "0", "42", " 250\n", "1000", "60000", "600000", "3600000", "86400000",
+                ];
+                const REFUSED: [&str; 9] = [
                     "-2",
+                    "+5",
                     "x",
                     "12a",
                     "86400001",
                     "123456789",
-                ]);
+                    "4294967295",
+                    "4294967296",
+                    "99999999999",
+                ];
+                let delay = if self.rng.below(2) == 0 {
+                    self.rng.pick(&TAKEN)
+                } else {
+                    self.rng.pick(&REFUSED)
+                };
                 let path = format!("{}/info/notify_delay", sysfs_device(device));
                 let accepted = fs::write(&path, delay).is_ok();
-                if accepted != matches!(delay, "-1" | "0" | "7" | " 250\n" | "86400000") {
+                if accepted != TAKEN.contains(&delay) {
                     self.violation(format!("{path} took {delay:?}: {accepted}"));
                 }
                 if accepted {
