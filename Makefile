@@ -34,7 +34,7 @@
 #
 # Kubernetes (Documentation/kubernetes.rst):
 #   make image            the container image, reproducibly, as an OCI archive:
-#                         build/nds-monitor-image.tar (packaging/image.sh)
+#                         build/nds-monitor-image.tar (userspace/packaging/image.sh)
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
@@ -66,12 +66,12 @@ kernel: deps
 # it is) so that tests/coverage_sites.py can name each point's source line.
 COV_FLAGS := KCOV_INSTRUMENT=y KRUSTFLAGS=-Cdebuginfo=line-tables-only
 
-# packaging/kbuild.sh checks that the tree can build a Rust module and picks its toolchain.
+# qemu/kbuild.sh checks that the tree can build a Rust module and picks its toolchain.
 module: $(if $(KDIR_FROM_CACHE),kernel)
 	@kdir="$(if $(KDIR_FROM_CACHE),$$(bash qemu/kernel.sh --dir $(VARIANT)),$(KDIR))"; \
 	mkdir -p "$(MODULE_OUT)"; \
 	source qemu/env.sh; \
-	MAKE="$(MAKE)" bash packaging/kbuild.sh "$$kdir" MO="$(MODULE_OUT)" \
+	MAKE="$(MAKE)" bash qemu/kbuild.sh "$$kdir" MO="$(MODULE_OUT)" \
 		$(if $(CLIPPY),CLIPPY=1) $(if $(filter cov,$(VARIANT)),$(COV_FLAGS)) modules
 
 rustfmt rustfmtcheck: kernel
@@ -122,7 +122,7 @@ UDEV_RULES_DIR ?= /usr/lib/udev/rules.d
 MODPROBE_DIR ?= /etc/modprobe.d
 PREFIX ?= /usr/local
 DKMS_NAME := neuron-ds
-DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' packaging/dkms.conf)
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' userspace/packaging/dkms.conf)
 DKMS_TREE = $(DESTDIR)/usr/src/$(DKMS_NAME)-$(DKMS_VERSION)
 # Installing into the running system (not staging under DESTDIR or INSTALL_MOD_PATH).
 LIVE = $(if $(DESTDIR)$(INSTALL_MOD_PATH),,1)
@@ -137,18 +137,18 @@ install: install-module install-files
 install-module:
 	@$(MAKE) --no-print-directory module KDIR="$(INSTALL_KDIR)"
 	@source qemu/env.sh; \
-	$(if $(LIVE),,DEPMOD=true) MAKE="$(MAKE)" bash packaging/kbuild.sh "$(INSTALL_KDIR)" \
+	$(if $(LIVE),,DEPMOD=true) MAKE="$(MAKE)" bash qemu/kbuild.sh "$(INSTALL_KDIR)" \
 		MO="$(MODULE_OUT)" INSTALL_MOD_PATH="$(DESTDIR)$(INSTALL_MOD_PATH)" modules_install
 	$(if $(LIVE),depmod -a "$$(cat "$(INSTALL_KDIR)/include/config/kernel.release")")
 
 # The udev rule and the modprobe.d example (an existing one is the administrator's: kept);
 # live, also the rule's "neuron" group, and the rule applied to existing nodes.
 install-files:
-	install -D -m 644 packaging/60-neuron-ds.rules "$(DESTDIR)$(UDEV_RULES_DIR)/60-neuron-ds.rules"
+	install -D -m 644 userspace/packaging/60-neuron-ds.rules "$(DESTDIR)$(UDEV_RULES_DIR)/60-neuron-ds.rules"
 	@if [ -e "$(DESTDIR)$(MODPROBE_DIR)/neuron_ds.conf" ]; then \
 		echo "keeping $(DESTDIR)$(MODPROBE_DIR)/neuron_ds.conf"; \
 	else \
-		install -D -m 644 packaging/neuron_ds.conf "$(DESTDIR)$(MODPROBE_DIR)/neuron_ds.conf"; \
+		install -D -m 644 userspace/packaging/neuron_ds.conf "$(DESTDIR)$(MODPROBE_DIR)/neuron_ds.conf"; \
 	fi
 ifneq ($(LIVE),)
 	getent group neuron >/dev/null || groupadd --system neuron
@@ -162,12 +162,12 @@ endif
 # files it compiles, and the build wrapper.
 dkms-source:
 	rm -rf "$(DKMS_TREE)"
-	install -D -m 644 packaging/dkms.conf "$(DKMS_TREE)/dkms.conf"
+	install -D -m 644 userspace/packaging/dkms.conf "$(DKMS_TREE)/dkms.conf"
 	install -m 644 Kbuild "$(DKMS_TREE)/Kbuild"
 	install -D -m 644 -t "$(DKMS_TREE)/rust" rust/*.rs
 	for dir in rust/*/; do install -D -m 644 -t "$(DKMS_TREE)/$$dir" "$$dir"*.rs; done
 	install -D -m 644 -t "$(DKMS_TREE)/userspace/nds-abi/src" userspace/nds-abi/src/*.rs
-	install -D -m 755 -t "$(DKMS_TREE)/packaging" packaging/kbuild.sh
+	install -D -m 755 -t "$(DKMS_TREE)/packaging" qemu/kbuild.sh
 
 # Registers, builds and installs the module with DKMS for the running kernel (or KDIR's),
 # replacing an earlier registration of the same version.
@@ -185,12 +185,12 @@ dkms-install: dkms-preflight
 dkms-preflight:
 	@[ -z "$(DESTDIR)" ] || { echo "dkms-install works on this system; stage with 'make dkms-source DESTDIR=...'" >&2; exit 1; }
 	@command -v dkms >/dev/null || { echo "dkms is not installed (apt-get install dkms)" >&2; exit 1; }
-	@bash packaging/kbuild.sh --check "$(INSTALL_KDIR)" >/dev/null
+	@bash qemu/kbuild.sh --check "$(INSTALL_KDIR)" >/dev/null
 
 # The pinned cargo-deb first; DEB_PROFILE=<cargo profile> packages another profile's build.
 deb:
 	bash qemu/deps.sh --deb
-	bash packaging/deb.sh $(if $(DEB_PROFILE),--profile $(DEB_PROFILE))
+	bash userspace/packaging/deb.sh $(if $(DEB_PROFILE),--profile $(DEB_PROFILE))
 
 # cargo install of every tool into $(DESTDIR)$(PREFIX)/bin (reusing userspace/target), and the
 # man pages and completions where man and the shells look under that prefix.
@@ -213,4 +213,4 @@ install-tools:
 
 image:
 	bash qemu/deps.sh --image
-	bash packaging/image.sh
+	bash userspace/packaging/image.sh

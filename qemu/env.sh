@@ -3,7 +3,7 @@
 CACHE_DIR="${NEURON_DS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/neuron-ds}"
 # The kernel releases the module supports, newest first, and the suite of the Debian archive
 # that serves each one's linux-source-<release> package. KVER picks the release the qemu/
-# scripts work on (default: the newest); the oldest is the floor packaging/kbuild.sh enforces.
+# scripts work on (default: the newest); the oldest is the floor qemu/kbuild.sh enforces.
 KERNEL_RELEASES=(7.3 7.2)
 declare -A KERNEL_SUITE=([7.3]=trixie-backports [7.2]=trixie-backports)
 KVER="${KVER:-${KERNEL_RELEASES[0]}}"

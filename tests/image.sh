@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The container image (packaging/image.sh, make image): built twice, the second time from a
+# The container image (userspace/packaging/image.sh, make image): built twice, the second time from a
 # copy of the tree in another directory with a cargo target of its own, to the same digest;
 # its files listed (no shell, no package manager, static programs, the entrypoint's file
 # capability) and its OCI labels read back with skopeo. Then, where podman can run, the image
-# runs as the DaemonSet's security context says (packaging/kubernetes/nds-monitor.yaml: its
+# runs as the DaemonSet's security context says (userspace/packaging/kubernetes/nds-monitor.yaml: its
 # user, capabilities, read-only root, no privilege escalation) against nds-loadgen --slab-dir
 # producers, a real Prometheus scrapes it and answers with the producers' numbers, /healthz
 # answers, over HTTP and with --cert-file/--key-file over HTTPS. Prints one TAP line per test;
@@ -42,7 +42,7 @@ source tests/tap.sh
 
 # --- the image
 
-# build_output <log>: "digest archive-sha256" from packaging/image.sh's output.
+# build_output <log>: "digest archive-sha256" from userspace/packaging/image.sh's output.
 build_output() {
     local digest sha
     digest="$(sed -n 's/^manifest digest \(sha256:[0-9a-f]*\)$/\1/p' "$1")"
@@ -51,7 +51,7 @@ build_output() {
 }
 
 the_image_builds() {
-    bash packaging/image.sh >"$tmp/build1.log" 2>&1 || { cat "$tmp/build1.log"; return 1; }
+    bash userspace/packaging/image.sh >"$tmp/build1.log" 2>&1 || { cat "$tmp/build1.log"; return 1; }
     cat "$tmp/build1.log"
     read -r first_digest first_sha < <(build_output "$tmp/build1.log") || fail "no digest printed"
     echo "RESULT $(grep -E '^(manifest digest|archive|blobs)' "$tmp/build1.log" | paste -sd';')"
@@ -63,7 +63,7 @@ a_second_build_elsewhere_has_the_same_digest() {
     mkdir -p "$copy"
     rsync -a --exclude /build --exclude /userspace/target --exclude '/tests/*/target' \
         "$root/" "$copy/" || return 1
-    (cd "$copy" && bash packaging/image.sh --output "$tmp/second.tar") >"$tmp/build2.log" 2>&1 ||
+    (cd "$copy" && bash userspace/packaging/image.sh --output "$tmp/second.tar") >"$tmp/build2.log" 2>&1 ||
         { cat "$tmp/build2.log"; return 1; }
     local second_digest second_sha
     read -r second_digest second_sha < <(build_output "$tmp/build2.log") || fail "no digest printed"
@@ -178,7 +178,7 @@ podman_run() {
 
 # The podman flags of the DaemonSet's container securityContext.
 security_flags() {
-    "$python" - "$root/packaging/kubernetes/nds-monitor.yaml" <<'EOF'
+    "$python" - "$root/userspace/packaging/kubernetes/nds-monitor.yaml" <<'EOF'
 import sys, yaml
 ds = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet")
 pod = ds["spec"]["template"]["spec"]
@@ -381,8 +381,15 @@ https_with_the_certificate_files() {
     [ "$started" -eq 0 ] || return 1
     wait_http "https://127.0.0.1:$port/healthz" --cacert "$tmp/tls/tls.crt" ||
         { podman logs nds-monitor-tls-test; return 1; }
-    curl -s -m 5 --cacert "$tmp/tls/tls.crt" "https://127.0.0.1:$port/metrics" |
-        grep -q '^execution_status_total{' || fail "no metrics over HTTPS" || return 1
+    # /healthz answers from the first tick on; the producers' series come with the first
+    # report that has seen their slabs, later on a loaded machine.
+    local i
+    for i in $(seq 1 60); do
+        curl -s -m 5 --cacert "$tmp/tls/tls.crt" "https://127.0.0.1:$port/metrics" |
+            grep -q '^execution_status_total{' && break
+        [ "$i" -lt 60 ] || { fail "no metrics over HTTPS within 30 s"; return 1; }
+        sleep 0.5
+    done
     # Plain HTTP on the TLS port is not served.
     [ "$(curl -s -o /dev/null -w '%{http_code}' -m 5 "http://127.0.0.1:$port/healthz")" != 200 ] ||
         fail "HTTP answered on the HTTPS port" || return 1

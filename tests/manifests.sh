@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The Kubernetes manifests (packaging/kubernetes/): the chart renders (helm template where
-# helm is installed, packaging/kubernetes/render-chart.py always), the plain YAML is the
+# The Kubernetes manifests (userspace/packaging/kubernetes/): the chart renders (helm template where
+# helm is installed, userspace/packaging/kubernetes/render-chart.py always), the plain YAML is the
 # chart's rendering, every object validates offline against the API schemas of two Kubernetes
 # releases (kubernetes-validate, strict), and checkov's policy checks pass: no privileged
 # container, no host PID or network, a read-only root filesystem, capabilities dropped. Prints
@@ -16,7 +16,7 @@ cd "$root" || exit 1
 # shellcheck source=qemu/env.sh
 source qemu/env.sh
 
-k8s="$root/packaging/kubernetes"
+k8s="$root/userspace/packaging/kubernetes"
 chart="$k8s/chart/nds-monitor"
 python="$K8S_VENV/bin/python3"
 # Two releases the bundled schemas cover: the newest and an older one still supported.
@@ -48,7 +48,7 @@ plain_yaml_is_the_chart_rendered() {
     local name
     for name in nds-monitor.yaml nds-monitor-servicemonitor.yaml; do
         diff -u "$k8s/$name" "$tmp/plain/$name" ||
-            fail "$name differs from the chart: run packaging/kubernetes/render-chart.py chart/nds-monitor --write-plain ." ||
+            fail "$name differs from the chart: run userspace/packaging/kubernetes/render-chart.py chart/nds-monitor --write-plain ." ||
             return 1
     done
     # And as objects, from a separate rendering of the same values.

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Packaging tests, run by tests/run.sh after the module build: the kernel-tree checks of
-# packaging/kbuild.sh, modinfo of the built module, `make install DESTDIR=`, DKMS (a real
+# qemu/kbuild.sh, modinfo of the built module, `make install DESTDIR=`, DKMS (a real
 # `dkms add/build/status` with private trees against the cached kernel), the tools' Debian
 # package, `make install-tools` and install.rst. Prints one TAP line per test ("ok N - ..."
 # or "not ok N - ...", then "1..N"); exits non-zero if any failed.
@@ -24,7 +24,7 @@ for kver in "${KERNEL_RELEASES[@]}"; do
     [ "$kver" = "$KVER" ] || other_kdirs[$kver]="$(KVER="$kver" bash qemu/kernel.sh --dir base)"
 done
 module="build/module-$variant/rust/neuron_ds.ko"
-version="$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' packaging/dkms.conf)"
+version="$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' userspace/packaging/dkms.conf)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
@@ -33,7 +33,7 @@ source tests/tap.sh
 # contains <file> <text>: the file holds the text (fixed string).
 contains() { grep -qF -- "$2" "$1" || fail "$1 does not contain: $2"; }
 
-# --- packaging/kbuild.sh: which kernel trees can build the module
+# --- qemu/kbuild.sh: which kernel trees can build the module
 
 # A copy of the tree's small files, like a headers package that has no Rust artifacts.
 fake_tree() {
@@ -46,13 +46,13 @@ fake_tree() {
 
 kbuild_accepts_the_cached_tree() {
     local vars
-    vars="$(bash packaging/kbuild.sh --check "$kdir")" || return 1
+    vars="$(bash qemu/kbuild.sh --check "$kdir")" || return 1
     [ "$vars" = "LLVM=$LLVM_SUFFIX" ] || fail "variables: '$vars', expected LLVM=$LLVM_SUFFIX"
 }
 
 kbuild_explains_a_tree_without_rust_metadata() {
     fake_tree "$tmp/headers"
-    if bash packaging/kbuild.sh --check "$tmp/headers" 2>"$tmp/err"; then
+    if bash qemu/kbuild.sh --check "$tmp/headers" 2>"$tmp/err"; then
         fail "accepted a tree without rust/"
     fi
     cat "$tmp/err"
@@ -66,7 +66,7 @@ kbuild_explains_a_tree_without_rust_metadata() {
 kbuild_explains_a_kernel_without_rust() {
     fake_tree "$tmp/norust"
     sed -i '/^CONFIG_RUST=/d' "$tmp/norust/include/config/auto.conf"
-    if bash packaging/kbuild.sh --check "$tmp/norust" 2>"$tmp/err"; then
+    if bash qemu/kbuild.sh --check "$tmp/norust" 2>"$tmp/err"; then
         fail "accepted a kernel without CONFIG_RUST"
     fi
     cat "$tmp/err"
@@ -76,7 +76,7 @@ kbuild_explains_a_kernel_without_rust() {
 kbuild_explains_another_rustc() {
     printf '#!/bin/sh\necho "rustc 1.0.0 (00000000 2015-05-15)"\n' >"$tmp/rustc"
     chmod +x "$tmp/rustc"
-    if RUSTC="$tmp/rustc" bash packaging/kbuild.sh --check "$kdir" 2>"$tmp/err"; then
+    if RUSTC="$tmp/rustc" bash qemu/kbuild.sh --check "$kdir" 2>"$tmp/err"; then
         fail "accepted another rustc"
     fi
     cat "$tmp/err"
@@ -87,14 +87,14 @@ kbuild_explains_another_rustc() {
 kbuild_accepts_the_other_releases_trees() {
     local kver vars
     for kver in "${!other_kdirs[@]}"; do
-        vars="$(bash packaging/kbuild.sh --check "${other_kdirs[$kver]}")" || return 1
+        vars="$(bash qemu/kbuild.sh --check "${other_kdirs[$kver]}")" || return 1
         [ "$vars" = "LLVM=$LLVM_SUFFIX" ] || fail "Linux $kver: variables '$vars'" || return 1
     done
 }
 
 kbuild_supports_the_harness_releases() {
     local listed
-    listed="$(sed -n 's/^supported_releases=(\(.*\))$/\1/p' packaging/kbuild.sh)"
+    listed="$(sed -n 's/^supported_releases=(\(.*\))$/\1/p' qemu/kbuild.sh)"
     # kbuild.sh lists them oldest first, qemu/env.sh newest first.
     [ "$listed" = "$(printf '%s\n' "${KERNEL_RELEASES[@]}" | tac | paste -sd' ')" ] ||
         fail "kbuild.sh supports '$listed', qemu/env.sh has '${KERNEL_RELEASES[*]}'"
@@ -116,7 +116,7 @@ kbuild_refuses_a_release_older_than_supported() {
     local tree oldest="${KERNEL_RELEASES[-1]}"
     local older="${oldest%.*}.$((${oldest#*.} - 1))"
     tree="$(older_than_supported_tree)"
-    if bash packaging/kbuild.sh --check "$tree" 2>"$tmp/err"; then
+    if bash qemu/kbuild.sh --check "$tree" 2>"$tmp/err"; then
         fail "accepted Linux $older"
     fi
     cat "$tmp/err"
@@ -124,7 +124,7 @@ kbuild_refuses_a_release_older_than_supported() {
         contains "$tmp/err" "Use Linux $oldest or newer" || return 1
     [ "$(grep -c '^  - ' "$tmp/err")" -eq 1 ] || fail "more than the release was refused"
     # The build itself stops there too, before kbuild compiles anything.
-    if bash packaging/kbuild.sh "$tree" MO="$tmp/older-out" modules >"$tmp/build.log" 2>&1; then
+    if bash qemu/kbuild.sh "$tree" MO="$tmp/older-out" modules >"$tmp/build.log" 2>&1; then
         fail "built for Linux $older"
     fi
     contains "$tmp/build.log" "is older than the oldest release neuron_ds supports" || return 1
@@ -136,7 +136,7 @@ kbuild_notes_another_bindgen() {
     local vars
     printf '#!/bin/sh\necho "bindgen 0.1.0"\n' >"$tmp/bindgen"
     chmod +x "$tmp/bindgen"
-    vars="$(BINDGEN="$tmp/bindgen" bash packaging/kbuild.sh --check "$kdir" 2>"$tmp/err")" ||
+    vars="$(BINDGEN="$tmp/bindgen" bash qemu/kbuild.sh --check "$kdir" 2>"$tmp/err")" ||
         fail "refused: $(cat "$tmp/err")" || return 1
     cat "$tmp/err"
     [ "$vars" = "LLVM=$LLVM_SUFFIX" ] &&
@@ -146,7 +146,7 @@ kbuild_notes_another_bindgen() {
 }
 
 kbuild_explains_a_missing_tree() {
-    if bash packaging/kbuild.sh --check "$tmp/nothing" 2>"$tmp/err"; then
+    if bash qemu/kbuild.sh --check "$tmp/nothing" 2>"$tmp/err"; then
         fail "accepted a missing directory"
     fi
     contains "$tmp/err" "there is no such directory"
@@ -194,10 +194,10 @@ modinfo_has_description_author_license() {
 modprobe_example_names_every_parameter() {
     local name
     for name in $(modinfo -F parm "$module" | sed 's/:.*//'); do
-        contains packaging/neuron_ds.conf "#options neuron_ds $name=" || return 1
+        contains userspace/packaging/neuron_ds.conf "#options neuron_ds $name=" || return 1
     done
     # Commented out, so that installing it changes nothing.
-    ! grep -q '^options' packaging/neuron_ds.conf || fail "an option is active"
+    ! grep -q '^options' userspace/packaging/neuron_ds.conf || fail "an option is active"
 }
 
 # --- make install DESTDIR=
@@ -213,8 +213,8 @@ install_lays_out_module_rule_and_example() {
     expected="$(printf '%s\n' etc/modprobe.d/neuron_ds.conf "lib/modules/$release/updates/rust/neuron_ds.ko" \
         usr/lib/udev/rules.d/60-neuron-ds.rules | sort)"
     [ "$files" = "$expected" ] || fail "installed:" "$files" || return 1
-    cmp "$dest/usr/lib/udev/rules.d/60-neuron-ds.rules" packaging/60-neuron-ds.rules &&
-        cmp "$dest/etc/modprobe.d/neuron_ds.conf" packaging/neuron_ds.conf &&
+    cmp "$dest/usr/lib/udev/rules.d/60-neuron-ds.rules" userspace/packaging/60-neuron-ds.rules &&
+        cmp "$dest/etc/modprobe.d/neuron_ds.conf" userspace/packaging/neuron_ds.conf &&
         cmp "$dest/lib/modules/$release/updates/rust/neuron_ds.ko" "$module"
 }
 
@@ -242,7 +242,7 @@ install_mod_path_alone_stages_the_module() {
 
 udev_rule_is_well_formed() {
     local rules line
-    rules="$(grep -v '^#' packaging/60-neuron-ds.rules | grep -v '^$')"
+    rules="$(grep -v '^#' userspace/packaging/60-neuron-ds.rules | grep -v '^$')"
     [ "$(wc -l <<<"$rules")" -eq 1 ] || fail "expected one rule: $rules" || return 1
     line="$rules"
     # Every key: a known key, a match (==) or assignment (=) operator, a quoted value.
@@ -267,7 +267,7 @@ dkms_conf_matches_the_project() {
     (
         kernel_source_dir="$kdir"
         # shellcheck disable=SC1091
-        source packaging/dkms.conf
+        source userspace/packaging/dkms.conf
         [ "$PACKAGE_NAME" = neuron-ds ] && [ "${BUILT_MODULE_NAME[0]}" = neuron_ds ] &&
             [ "${BUILT_MODULE_LOCATION[0]}" = rust/ ] &&
             [ "${MAKE[0]}" = "bash packaging/kbuild.sh '$kdir' modules" ] &&
@@ -376,8 +376,8 @@ live_install_checks() {
     ! grep -i warning "$tmp/live-install.log"
     [ "$(modinfo -k "$release" -F filename neuron_ds)" = "/lib/modules/$release/updates/rust/neuron_ds.ko" ]
     getent group neuron
-    cmp /usr/lib/udev/rules.d/60-neuron-ds.rules packaging/60-neuron-ds.rules
-    cmp /etc/modprobe.d/neuron_ds.conf packaging/neuron_ds.conf
+    cmp /usr/lib/udev/rules.d/60-neuron-ds.rules userspace/packaging/60-neuron-ds.rules
+    cmp /etc/modprobe.d/neuron_ds.conf userspace/packaging/neuron_ds.conf
 }
 
 live_dkms_install_checks() {
@@ -407,7 +407,7 @@ live_dkms_install_works() {
 
 deb=""
 deb_builds() {
-    bash packaging/deb.sh --profile dev --fast --output "$tmp/deb" || return 1
+    bash userspace/packaging/deb.sh --profile dev --fast --output "$tmp/deb" || return 1
     deb="$(ls "$tmp/deb"/neuron-ds-tools_*.deb)" && [ -f "$deb" ]
 }
 
@@ -452,7 +452,7 @@ deb_contents_work() {
     [ -n "$deb" ] || fail "no package" || return 1
     local tree="$tmp/deb-tree" tool
     dpkg-deb -x "$deb" "$tree"
-    cmp "$tree/usr/lib/udev/rules.d/60-neuron-ds.rules" packaging/60-neuron-ds.rules || return 1
+    cmp "$tree/usr/lib/udev/rules.d/60-neuron-ds.rules" userspace/packaging/60-neuron-ds.rules || return 1
     for tool in nrt-status nds-loadgen nds-metrics nds-monitor nds-top nds-ls; do
         "$tree/usr/bin/$tool" --version | grep -qx "$tool $version" || fail "$tool --version" || return 1
         MANWIDTH=80 man -l "$tree/usr/share/man/man1/$tool.1.gz" >"$tmp/page" 2>"$tmp/man.err" ||
@@ -469,7 +469,7 @@ live_deb_install_checks() {
     getent group neuron
     nds-top --version | grep -x "nds-top $version"
     [ "$(man -w nds-loadgen-run)" = /usr/share/man/man1/nds-loadgen-run.1.gz ]
-    cmp /usr/lib/udev/rules.d/60-neuron-ds.rules packaging/60-neuron-ds.rules
+    cmp /usr/lib/udev/rules.d/60-neuron-ds.rules userspace/packaging/60-neuron-ds.rules
     dpkg -r neuron-ds-tools
     [ ! -e /usr/bin/nds-top ] && [ ! -e /usr/lib/udev/rules.d/60-neuron-ds.rules ]
 }
@@ -534,7 +534,7 @@ check "dkms build refuses a release older than the oldest supported (make.log sa
 check "dkms skips a kernel without CONFIG_RUST" dkms_skips_a_kernel_without_rust
 check "make install on the live system (sandboxed): module, depmod, group, udev rule" live_install_works
 check "make dkms-install on the live system (sandboxed): installed, and again" live_dkms_install_works
-check "packaging/deb.sh builds the .deb" deb_builds
+check "userspace/packaging/deb.sh builds the .deb" deb_builds
 check ".deb control fields" deb_control_fields
 check ".deb ships binaries, man pages, completions, udev rule" deb_ships_binaries_pages_completions_rule
 check ".deb binaries run, pages render, rule is the project's" deb_contents_work

@@ -13,10 +13,10 @@
 # storage or a base image, and records exactly what the directory holds (file capabilities
 # included); podman then runs the archive and skopeo copies it to a registry (kubernetes.rst).
 #
-# Usage: packaging/image.sh [--output FILE]   (default build/nds-monitor-image.tar)
+# Usage: userspace/packaging/image.sh [--output FILE]   (default build/nds-monitor-image.tar)
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 # shellcheck source=qemu/env.sh
 source "$root/qemu/env.sh"
 
@@ -78,7 +78,7 @@ rootfs="$bundle/rootfs"
 install -D -m 0755 "$bin/nds-entrypoint" "$rootfs/opt/bin/entrypoint.sh"
 install -D -m 0755 "$bin/nds-monitor" "$rootfs/opt/bin/nds-monitor"
 install -D -m 0755 "$bin/nds-top" "$rootfs/opt/bin/nds-top"
-install -D -m 0644 "$root/packaging/image/neuron-monitor.conf" \
+install -D -m 0644 "$root/userspace/packaging/image/neuron-monitor.conf" \
     "$rootfs/opt/aws/neuron/bin/neuron-monitor.conf"
 chown -R 0:0 "$rootfs"
 find "$rootfs" -type d -exec chmod 0755 {} +
@@ -103,9 +103,9 @@ for label in "${labels[@]}"; do
     config_args+=(--config.label "$label" --manifest.annotation "$label")
 done
 umoci repack --image "$layout:$version" --history.created "$created" \
-    --history.created_by "packaging/image.sh" "$bundle"
+    --history.created_by "userspace/packaging/image.sh" "$bundle"
 umoci config --image "$layout:$version" --created "$created" \
-    --history.created "$created" --history.created_by "packaging/image.sh" \
+    --history.created "$created" --history.created_by "userspace/packaging/image.sh" \
     --author neuron-ds --os linux --architecture amd64 \
     --config.user "$user:$user" --config.workingdir / \
     --config.entrypoint /opt/bin/entrypoint.sh \
@@ -126,7 +126,7 @@ mv "$output.tmp" "$output"
 manifest="$(sed -n 's/.*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p' "$layout/index.json")"
 layer_bytes="$(du -cb "$layout"/blobs/sha256/* | tail -n1 | cut -f1)"
 rootfs_bytes="$(stat -c %s "$bin/nds-entrypoint" "$bin/nds-monitor" "$bin/nds-top" \
-    "$root/packaging/image/neuron-monitor.conf" | awk '{ n += $1 } END { print n }')"
+    "$root/userspace/packaging/image/neuron-monitor.conf" | awk '{ n += $1 } END { print n }')"
 echo "image $name:$version"
 echo "manifest digest $manifest"
 echo "archive $output ($(stat -c %s "$output") bytes, sha256 $(sha256sum "$output" | cut -d' ' -f1))"

@@ -5,8 +5,8 @@
 # tree can build an out-of-tree *Rust* module at all and explaining what is missing when it
 # cannot. The top-level Makefile (make, make install) and DKMS (dkms.conf) both come here.
 #
-# Usage: packaging/kbuild.sh --check KDIR          check only; print the make variables
-#        packaging/kbuild.sh KDIR [ARGS...]        make -C KDIR M=<source> <variables> ARGS...
+# Usage: qemu/kbuild.sh --check KDIR          check only; print the make variables
+#        qemu/kbuild.sh KDIR [ARGS...]        make -C KDIR M=<source> <variables> ARGS...
 #
 # The variables are the kernel's own toolchain: LLVM=1 or LLVM=-<major> for a kernel built
 # by clang (chosen so that the compiler matches CONFIG_CC_VERSION_TEXT), nothing for GCC.

@@ -5,14 +5,14 @@
 # shell completions (nds-dist, into <target>/<profile>/dist/, where the package description
 # in userspace/nds-dist/Cargo.toml takes them from), then cargo-deb. Prints the package's path.
 #
-# Usage: packaging/deb.sh [--profile PROFILE] [--output DIR] [--fast]
+# Usage: userspace/packaging/deb.sh [--profile PROFILE] [--output DIR] [--fast]
 #   --profile   cargo profile to package (default release; the tests use dev, whose build
 #               `cargo test` has already made, and cargo-deb warns that it is not a release)
 #   --output    directory for the .deb (default: userspace/target/debian)
 #   --fast      lighter compression
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 # shellcheck source=qemu/env.sh
 source "$root/qemu/env.sh"
 
