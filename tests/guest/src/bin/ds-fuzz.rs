@@ -946,13 +946,23 @@ impl Fuzzer {
                 }
             }
             _ => {
-                // Taken: off, and numbers of every length up to a day's 8 digits (whitespace
-                // around one). Refused: other negative numbers, a sign, text, more than a day
-                // (the largest 32-bit number among them), a number over 32 bits, 11 digits.
+                // Taken: off, and numbers of every length up to a day's 8 digits, with every
+                // kind of ASCII whitespace around some. Refused: other negative numbers, a
+                // sign, text, a vertical tab (not ASCII whitespace), more than a day (the
+                // largest 32-bit number among them), a number over 32 bits, 11 digits.
                 const TAKEN: [&str; 9] = [
-                    "-1", "0", "42", " 250\n", "1000", "60000", "600000", "3600000", "86400000",
+                    "-1",
+                    "0",
+                    "\t42\t",
+                    " 250\n",
+                    "\r\n1000\r\n",
+                    "\x0c60000\x0c",
+                    "600000",
+                    "3600000",
+                    "86400000",
                 ];
-                const REFUSED: [&str; 9] = [
+                const REFUSED: [&str; 10] = [
+                    "\x0b7",
                     "-2",
                     "+5",
                     "x",
