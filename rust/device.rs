@@ -48,6 +48,7 @@ pub(crate) use ownership::Acquired;
 
 use crate::{
     shim::{
+        clock::MonotonicNs,
         kcov::CoverageHandle,
         shared_mapping::SharedMapping,
         shared_pages::SharedPages,
@@ -88,11 +89,6 @@ use kernel::{
         Arc,
         CondVar,
         Mutex, //
-    },
-    time::{
-        ClockSource,
-        Instant,
-        Monotonic, //
     },
     workqueue::{
         impl_has_delayed_work,
@@ -175,7 +171,7 @@ pub(crate) struct DeviceState {
     #[pin]
     notify_work: DelayedWork<DeviceState, NOTIFY_WORK>,
     /// The clock of the notification windows.
-    started: Instant<Monotonic>,
+    started: MonotonicNs,
     /// Whose remote coverage session the workers' runs report to: the last releasing task's.
     worker_coverage: CoverageHandle,
 }
@@ -220,7 +216,7 @@ impl DeviceState {
                 posted <- new_poll_condvar!("neuron_ds::posted"),
                 notifiers <- new_mutex!(KVec::new()),
                 notify_work <- new_delayed_work!("neuron_ds::notify"),
-                started: Instant::now(),
+                started: MonotonicNs::now(),
                 worker_coverage: CoverageHandle::new(),
             }),
             GFP_KERNEL,
@@ -254,7 +250,7 @@ impl DeviceState {
         {
             let mut guard = self.inner.lock();
             // Taken under the lock, just before the values are: the time a post says it is of.
-            let posted_ns = u64::try_from(Monotonic::ktime_get()).unwrap_or(0);
+            let posted_ns = MonotonicNs::now().get();
             let Inner { pool, metrics, .. } = &mut *guard;
             metrics.post(
                 self.live_slabs(pool).map(|(_, slab)| slab),

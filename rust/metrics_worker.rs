@@ -4,7 +4,10 @@
 
 use crate::{
     device::DeviceState,
-    shim::workqueue::cancel_delayed_work_sync, //
+    shim::{
+        clock::MonotonicNs,
+        workqueue::cancel_delayed_work_sync, //
+    },
 };
 use kernel::{
     new_mutex,
@@ -18,9 +21,7 @@ use kernel::{
     },
     time::{
         msecs_to_jiffies,
-        Instant,
-        Jiffies,
-        Monotonic, //
+        Jiffies, //
     },
     workqueue::{
         self,
@@ -39,7 +40,7 @@ pub(crate) struct MetricsWorker {
     /// Set once, when the device goes away: the worker must not re-arm after that.
     stopping: AtomicFlag,
     #[pin]
-    last_post: Mutex<Instant<Monotonic>>,
+    last_post: Mutex<MonotonicNs>,
     #[pin]
     work: DelayedWork<MetricsWorker>,
 }
@@ -56,9 +57,10 @@ impl WorkItem for MetricsWorker {
         device.worker_coverage().run(|| {
             let elapsed_us = {
                 let mut last = this.last_post.lock();
-                let elapsed = last.elapsed().as_nanos() / 1000;
-                *last = Instant::now();
-                u64::try_from(elapsed).unwrap_or(0)
+                let now = MonotonicNs::now();
+                let elapsed_ns = now.since(*last);
+                *last = now;
+                elapsed_ns / 1000
             };
             this.device.post_metrics(elapsed_us);
             if !this.stopping.load(Relaxed) {
@@ -84,7 +86,7 @@ impl MetricsHandle {
                 device,
                 period,
                 stopping: AtomicFlag::new(false),
-                last_post <- new_mutex!(Instant::now()),
+                last_post <- new_mutex!(MonotonicNs::now()),
                 work <- new_delayed_work!("neuron_ds::metrics"),
             }),
             GFP_KERNEL,

@@ -208,10 +208,13 @@ impl SysfsTree {
                 device: device.clone(),
             },
         )?;
-        let mut dirs = KVec::new();
-        let mut counters = KVec::new();
-        let mut notifiers = KVec::new();
-        for core in 0..device.config().core_count {
+        // Every vector at its final size at once: no push below reallocates.
+        let cores = device.config().core_count;
+        let nodes = cores.checked_mul(SYSFS_COUNTERS.len()).ok_or(EINVAL)?;
+        let mut dirs = KVec::with_capacity(cores, GFP_KERNEL)?;
+        let mut counters = KVec::with_capacity(nodes, GFP_KERNEL)?;
+        let mut notifiers = KVec::with_capacity(nodes, GFP_KERNEL)?;
+        for core in 0..cores {
             let core_dir = SysfsDir::new(&dev, &CString::try_from_fmt(fmt!("neuron_core{core}"))?)?;
             let stats = SysfsDir::new(&core_dir, c"stats")?;
             let status = SysfsDir::new(&stats, c"status")?;
@@ -229,10 +232,10 @@ impl SysfsTree {
                 let name = CString::try_from_fmt(fmt!("{}", counter.name))?;
                 let node = SysfsNode::new(parent, &name, files)?;
                 let notifier = |file| node.notifier(&CounterFiles::FILES[file]);
-                notifiers.push([notifier(TOTAL), notifier(PRESENT)], GFP_KERNEL)?;
-                counters.push(node, GFP_KERNEL)?;
+                notifiers.push_within_capacity([notifier(TOTAL), notifier(PRESENT)])?;
+                counters.push_within_capacity(node)?;
             }
-            dirs.push([other_info, status, stats, core_dir], GFP_KERNEL)?;
+            dirs.push_within_capacity([other_info, status, stats, core_dir])?;
         }
         device.set_counter_notifiers(notifiers);
         Ok(Self {

@@ -20,6 +20,7 @@ use super::{
 use crate::{
     abi::metrics::MetricPost,
     shim::{
+        clock::MonotonicNs,
         sysfs::SysfsNotifier,
         workqueue::cancel_delayed_work_sync, //
     },
@@ -73,7 +74,7 @@ impl DeviceState {
 
     /// Milliseconds since the device was made, the clock of the notification windows.
     pub(super) fn now_ms(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_nanos() / 1_000_000).unwrap_or(u64::MAX)
+        MonotonicNs::now().since(self.started) / 1_000_000
     }
 
     /// Counters changed under `inner` at `now_ms`: whether and when to notify their pollers

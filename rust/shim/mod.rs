@@ -18,6 +18,7 @@
 pub(crate) mod barrier;
 pub(crate) mod capability;
 pub(crate) mod class;
+pub(crate) mod clock;
 pub(crate) mod kcov;
 pub(crate) mod misc;
 pub(crate) mod param;

@@ -95,33 +95,26 @@ impl SlabValues for LiveSlab<'_> {
 
 /// Every counter of a device's cores in one slab, copied at one moment.
 pub(crate) struct SlabSnapshot {
-    core_count: usize,
-    /// Counter `index` of core `core` at `core * NDS_TOTAL_NC_COUNTER_COUNT + index`.
-    nc: KVec<u64>,
+    /// Per core of the device, its counters by index.
+    nc: KVec<[u64; NDS_TOTAL_NC_COUNTER_COUNT]>,
     nd: [u64; NDS_ND_COUNTER_COUNT],
 }
 
 impl SlabSnapshot {
     /// Room for the counters of `core_count` cores.
     pub(crate) fn new(core_count: usize) -> Result<Self> {
-        let words = core_count
-            .checked_mul(NDS_TOTAL_NC_COUNTER_COUNT)
-            .ok_or(EINVAL)?;
         Ok(Self {
-            core_count,
-            nc: KVec::from_elem(0u64, words, GFP_KERNEL)?,
+            nc: KVec::from_elem([0; NDS_TOTAL_NC_COUNTER_COUNT], core_count, GFP_KERNEL)?,
             nd: [0; NDS_ND_COUNTER_COUNT],
         })
     }
 
     /// Copies every counter of the device's cores, and every ND counter, out of `slab`.
     pub(crate) fn take(&mut self, slab: &impl SlabValues) {
-        for (word, value) in self.nc.iter_mut().enumerate() {
-            let (core, index) = (
-                word / NDS_TOTAL_NC_COUNTER_COUNT,
-                word % NDS_TOTAL_NC_COUNTER_COUNT,
-            );
-            *value = slab.nc(core, index);
+        for (core, counters) in self.nc.iter_mut().enumerate() {
+            for (index, value) in counters.iter_mut().enumerate() {
+                *value = slab.nc(core, index);
+            }
         }
         for (index, value) in self.nd.iter_mut().enumerate() {
             *value = NdCounter::from_index(index).map_or(0, |counter| slab.nd(counter));
@@ -131,11 +124,9 @@ impl SlabSnapshot {
 
 impl SlabValues for SlabSnapshot {
     fn nc(&self, core: usize, index: usize) -> u64 {
-        if core >= self.core_count || index >= NDS_TOTAL_NC_COUNTER_COUNT {
-            return 0;
-        }
         self.nc
-            .get(core * NDS_TOTAL_NC_COUNTER_COUNT + index)
+            .get(core)
+            .and_then(|counters| counters.get(index))
             .copied()
             .unwrap_or(0)
     }
