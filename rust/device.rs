@@ -59,6 +59,7 @@ use crate::{
         thread_group::ThreadGroup, //
     },
     state::{
+        core_index::CoreIndex,
         metrics::MetricsState,
         notify::NotifyPolicy,
         slab_values::{
@@ -73,6 +74,7 @@ use crate::{
             SlotPool, //
         },
         totals::{
+            CounterNode,
             DeviceTotals,
             Shown, //
         },
@@ -172,7 +174,8 @@ pub(crate) struct DeviceState {
     notify_work: DelayedWork<DeviceState, NOTIFY_WORK>,
     /// The clock of the notification windows.
     started: MonotonicNs,
-    /// Whose remote coverage session the workers' runs report to: the last releasing task's.
+    /// Whose remote coverage session the workers' runs report to: that of the last task that
+    /// acquired or released a slab, the one they work for.
     worker_coverage: CoverageHandle,
 }
 
@@ -273,22 +276,21 @@ impl DeviceState {
     }
 
     /// Sysfs counter `node` of `core`: everything released plus every live slab's part.
-    pub(crate) fn counter(&self, core: usize, node: usize) -> Result<Shown> {
+    pub(crate) fn counter(&self, core: CoreIndex, node: CounterNode) -> Shown {
         let inner = self.inner.lock();
         let live = self.live_slabs(&inner.pool);
-        inner.totals.shown(core, node, live).ok_or(EINVAL)
+        inner.totals.shown(core, node, live)
     }
 
     /// Resets sysfs counter `node` of `core` (a write to its file).
-    pub(crate) fn reset_counter(self: &Arc<Self>, core: usize, node: usize) -> Result {
+    pub(crate) fn reset_counter(self: &Arc<Self>, core: CoreIndex, node: CounterNode) {
         let due = {
             let mut guard = self.inner.lock();
             let Inner { pool, totals, .. } = &mut *guard;
-            totals.reset(core, node, self.live_slabs(pool))?;
+            totals.reset(core, node, self.live_slabs(pool));
             Self::counters_changed(&mut guard, self.now_ms())
         };
         self.schedule_notify(due);
-        Ok(())
     }
 
     /// The live slabs with their slots, each read under its own lock as it is reached.
@@ -335,12 +337,17 @@ mod tests {
     };
     use crate::state::slab_values::SlabWord;
 
-    fn node_of(group: SysfsGroup, name: &str) -> Result<usize> {
+    fn node_of(group: SysfsGroup, name: &str) -> Result<CounterNode> {
         let wanted = sysfs_counter(group, name).ok_or(EINVAL)?;
         SYSFS_COUNTERS
             .iter()
             .position(|c| c == wanted)
+            .and_then(CounterNode::new)
             .ok_or(EINVAL)
+    }
+
+    fn nth_core(index: usize) -> Result<CoreIndex> {
+        CoreIndex::new(index).ok_or(EINVAL)
     }
 
     fn device(core_count: usize) -> Result<Arc<DeviceState>> {
@@ -383,16 +390,16 @@ mod tests {
         let success = node_of(SysfsGroup::Status, "success")?;
         let flops = node_of(SysfsGroup::OtherInfo, "flop_count")?;
         assert_eq!(
-            device.counter(1, success)?,
+            device.counter(nth_core(1)?, success),
             Shown {
                 total: 3,
                 present: 3
             }
         );
-        assert_eq!(device.counter(1, flops)?.total, 20);
+        assert_eq!(device.counter(nth_core(1)?, flops).total, 20);
         // A release without a slab is a no-op.
         device.release_own(&me);
-        assert_eq!(device.counter(1, success)?.total, 3);
+        assert_eq!(device.counter(nth_core(1)?, success).total, 3);
         // Zero every released slab now: stop the work item (waiting for a scrub it is in the
         // middle of), then scrub what it left dirty.
         finish(&device);
@@ -413,19 +420,19 @@ mod tests {
         let slab = device.slab(acquired.slot);
         slab.store(offset, 4);
         assert_eq!(
-            device.counter(0, success)?,
+            device.counter(nth_core(0)?, success),
             Shown {
                 total: 4,
                 present: 0
             }
         );
-        device.reset_counter(0, success)?;
-        assert_eq!(device.counter(0, success)?, Shown::default());
+        device.reset_counter(nth_core(0)?, success);
+        assert_eq!(device.counter(nth_core(0)?, success), Shown::default());
         slab.store(offset, 6);
-        assert_eq!(device.counter(0, success)?.total, 2);
+        assert_eq!(device.counter(nth_core(0)?, success).total, 2);
         device.release_own(&me);
         assert_eq!(
-            device.counter(0, success)?,
+            device.counter(nth_core(0)?, success),
             Shown {
                 total: 2,
                 present: 2

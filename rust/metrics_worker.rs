@@ -91,9 +91,8 @@ impl MetricsHandle {
             }),
             GFP_KERNEL,
         )?;
-        workqueue::system()
-            .enqueue_delayed(worker.clone(), period)
-            .map_err(|_| EBUSY)?;
+        // A work item just made is not queued yet, so this enqueues it.
+        let _ = workqueue::system().enqueue_delayed(worker.clone(), period);
         Ok(Self { worker })
     }
 }

@@ -156,6 +156,8 @@ fn valid_count(count: u32) -> Option<u8> {
 }
 
 const _: () = assert!(MAX_PARAMETER <= u8::MAX as u32);
+// Every core of a device has counters in the slab layout.
+const _: () = assert!(MAX_PARAMETER as usize <= state::core_index::MAX_CORES);
 
 /// The loaded module: owns the class and every device.
 struct NeuronDsModule {

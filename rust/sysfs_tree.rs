@@ -33,7 +33,11 @@ use crate::{
             SysfsText, //
         },
     },
-    state::notify::NOTIFY_OFF,
+    state::{
+        core_index::CoreIndex,
+        notify::NOTIFY_OFF,
+        totals::CounterNode, //
+    },
 };
 use core::fmt::Write;
 use kernel::{
@@ -66,9 +70,8 @@ impl SysfsFiles for DeviceInfo {
 /// One aggregated counter of one core.
 pub(crate) struct CounterFiles {
     device: Arc<DeviceState>,
-    core: usize,
-    /// Index into `SYSFS_COUNTERS`.
-    node: usize,
+    core: CoreIndex,
+    node: CounterNode,
 }
 
 const TOTAL: usize = 0;
@@ -88,7 +91,7 @@ impl SysfsFiles for CounterFiles {
 
     #[inline]
     fn show(&self, file: usize, text: &mut SysfsText<'_>) -> Result {
-        let shown = self.device.counter(self.core, self.node)?;
+        let shown = self.device.counter(self.core, self.node);
         let value = if file == TOTAL {
             shown.total
         } else {
@@ -100,7 +103,8 @@ impl SysfsFiles for CounterFiles {
     /// Writing anything resets the counter, as in the original.
     #[inline]
     fn store(&self, _file: usize, _input: &[u8]) -> Result {
-        self.device.reset_counter(self.core, self.node)
+        self.device.reset_counter(self.core, self.node);
+        Ok(())
     }
 }
 
@@ -214,12 +218,13 @@ impl SysfsTree {
         let mut dirs = KVec::with_capacity(cores, GFP_KERNEL)?;
         let mut counters = KVec::with_capacity(nodes, GFP_KERNEL)?;
         let mut notifiers = KVec::with_capacity(nodes, GFP_KERNEL)?;
-        for core in 0..cores {
-            let core_dir = SysfsDir::new(&dev, &CString::try_from_fmt(fmt!("neuron_core{core}"))?)?;
+        for core in CoreIndex::first(cores) {
+            let name = CString::try_from_fmt(fmt!("neuron_core{}", core.get()))?;
+            let core_dir = SysfsDir::new(&dev, &name)?;
             let stats = SysfsDir::new(&core_dir, c"stats")?;
             let status = SysfsDir::new(&stats, c"status")?;
             let other_info = SysfsDir::new(&stats, c"other_info")?;
-            for (node, counter) in SYSFS_COUNTERS.iter().enumerate() {
+            for (node, counter) in CounterNode::all().zip(SYSFS_COUNTERS.iter()) {
                 let parent = match counter.group {
                     SysfsGroup::Status => &status,
                     SysfsGroup::OtherInfo => &other_info,

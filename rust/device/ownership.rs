@@ -79,6 +79,8 @@ impl DeviceState {
     /// The slab of the caller's thread group, taking one if it has none: the first never-used
     /// slot, otherwise the one released longest ago; `ENOMEM` if all 16 are owned.
     pub(crate) fn acquire_own(self: &Arc<Self>) -> Result<Acquired> {
+        // The metrics worker now sums this owner's slab too.
+        self.worker_coverage.record_current();
         self.reap_exited_owners();
         let mut owner = Owner {
             group: ThreadGroup::current()?,

@@ -20,7 +20,6 @@ use crate::{
             NdCounter, //
         },
         metrics::{
-            MetricDef,
             MetricKind,
             MetricPost,
             VersionField,
@@ -29,8 +28,14 @@ use crate::{
             METRIC_COUNT,
             METRIC_DEFS, //
         },
+        sysfs::CounterSource,
     },
     state::{
+        core_index::CoreIndex,
+        nc_index::{
+            nc_index,
+            NcIndex, //
+        },
         post_ring::PostRing,
         post_value::PostValue,
         slab_values::SlabValues,
@@ -48,6 +53,22 @@ const VERSION_SOURCES: [NdCounter; 3] = [
     NdCounter::FrameworkVersion,
     NdCounter::FalVersion,
 ];
+
+/// Per metric, the counter summed over the cores for a counter or utilization metric
+/// (`METRIC_DEFS[metric].kind`); `None` for the others.
+const METRIC_SOURCES: [Option<NcIndex>; METRIC_COUNT] = {
+    let mut sources = [None; METRIC_COUNT];
+    let mut metric = 0;
+    while metric < METRIC_COUNT {
+        sources[metric] = match METRIC_DEFS[metric].kind {
+            MetricKind::Counter(source) => Some(nc_index(source)),
+            MetricKind::Utilization => Some(nc_index(CounterSource::Nc(NcCounter::TimeInUse))),
+            _ => None,
+        };
+        metric += 1;
+    }
+    sources
+};
 
 /// The metrics state of one device, guarded by the device mutex.
 pub(crate) struct MetricsState {
@@ -98,14 +119,10 @@ impl MetricsState {
         &self.ring
     }
 
-    /// A counter or utilization metric's value in `slab`, summed over the device's cores.
-    fn sample(&self, def: &MetricDef, slab: &dyn SlabValues) -> Option<u64> {
-        let index = match def.kind {
-            MetricKind::Counter(source) => source.index(),
-            MetricKind::Utilization => NcCounter::TimeInUse.index(),
-            _ => return None,
-        };
-        Some((0..self.core_count).fold(0u64, |sum, core| sum.wrapping_add(slab.nc(core, index))))
+    /// Counter `source` of `slab`, summed over the device's cores.
+    fn sample(&self, source: NcIndex, slab: &dyn SlabValues) -> u64 {
+        let cores = CoreIndex::first(self.core_count);
+        cores.fold(0u64, |sum, core| sum.wrapping_add(slab.nc(core, source)))
     }
 
     /// Records the non-counter metrics of a slab seen this period.
@@ -124,14 +141,13 @@ impl MetricsState {
 
     /// A slab is being released: what it counted moves to `freed`.
     pub(crate) fn on_release(&mut self, slab: &dyn SlabValues) {
-        for index in 0..METRIC_COUNT {
-            let value = METRIC_DEFS
-                .get(index)
-                .and_then(|def| self.sample(def, slab));
-            if let (Some(value), Some(freed)) = (value, self.freed.get_mut(index)) {
-                *freed = freed.wrapping_add(value);
+        let mut freed = self.freed;
+        for (freed, source) in freed.iter_mut().zip(METRIC_SOURCES) {
+            if let Some(source) = source {
+                *freed = freed.wrapping_add(self.sample(source, slab));
             }
         }
+        self.freed = freed;
         self.observe(slab);
     }
 
@@ -153,9 +169,9 @@ impl MetricsState {
         let elapsed_us = elapsed_us.saturating_add(core::mem::take(&mut self.held_us));
         let mut current = [0u64; METRIC_COUNT];
         for slab in owned {
-            for (sum, def) in current.iter_mut().zip(METRIC_DEFS.iter()) {
-                if let Some(value) = self.sample(def, &slab) {
-                    *sum = sum.wrapping_add(value);
+            for (sum, source) in current.iter_mut().zip(METRIC_SOURCES) {
+                if let Some(source) = source {
+                    *sum = sum.wrapping_add(self.sample(source, &slab));
                 }
             }
             self.observe(&slab);
@@ -262,10 +278,10 @@ mod tests {
     }
 
     impl SlabValues for Fake {
-        fn nc(&self, core: usize, index: usize) -> u64 {
+        fn nc(&self, core: CoreIndex, counter: NcIndex) -> u64 {
             self.nc
                 .iter()
-                .filter(|(c, i, _)| *c == core && *i == index)
+                .filter(|(c, i, _)| *c == core.get() && *i == counter.get())
                 .map(|(_, _, v)| *v)
                 .sum()
         }

@@ -4,7 +4,10 @@
 //! bookkeeping and decide what happens; the top layer calls them under the device lock and does
 //! the kernel-facing work (copies, mappings, zeroing) around them.
 
+pub(crate) mod bounded_index;
+pub(crate) mod core_index;
 pub(crate) mod metrics;
+pub(crate) mod nc_index;
 pub(crate) mod notify;
 pub(crate) mod post_ring;
 pub(crate) mod post_value;

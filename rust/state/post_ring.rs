@@ -12,18 +12,18 @@ pub(crate) const RING_CAPACITY: usize = 512;
 ///
 /// # Invariants
 ///
-/// `posts` has [`RING_CAPACITY`] entries; the post with sequence number `s` (for
-/// `oldest <= s < next`) is at index `s % RING_CAPACITY`, and `next - oldest <=
-/// RING_CAPACITY`.
+/// The post with sequence number `s` (for `oldest <= s < next`) is at index
+/// `s % RING_CAPACITY`, and `next - oldest <= RING_CAPACITY`.
 pub(crate) struct PostRing {
-    posts: KVec<MetricPost>,
+    posts: KBox<[MetricPost; RING_CAPACITY]>,
     oldest: u64,
     next: u64,
 }
 
 fn index_of(seq: u64) -> usize {
-    // CAST-free: the modulo keeps the value below `RING_CAPACITY`, which fits a `usize`.
-    usize::try_from(seq % RING_CAPACITY as u64).unwrap_or(0)
+    // CAST: the modulo keeps the value below `RING_CAPACITY`, a `usize`; the compiler sees
+    // the bound, so indexing the ring with it has no failing branch.
+    (seq % RING_CAPACITY as u64) as usize
 }
 
 impl PostRing {
@@ -39,7 +39,11 @@ impl PostRing {
             reserved: [0; 2],
             value: [0; crate::abi::metrics::METRIC_VALUE_SIZE],
         };
-        let posts = KVec::from_elem(empty, RING_CAPACITY, GFP_KERNEL)?;
+        // In place: the ring is too large for the stack.
+        let posts = KBox::init(
+            pin_init::init_array_from_fn(|_| Ok::<_, Error>(empty)),
+            GFP_KERNEL,
+        )?;
         Ok(Self {
             posts,
             oldest: 1,
@@ -50,9 +54,8 @@ impl PostRing {
     /// Appends `post`, stamping its sequence number; drops the oldest post if full.
     pub(crate) fn push(&mut self, mut post: MetricPost) {
         post.seq = self.next;
-        if let Some(slot) = self.posts.get_mut(index_of(self.next)) {
-            *slot = post;
-        }
+        // PANIC: never, `index_of` is below the ring's length.
+        self.posts[index_of(self.next)] = post;
         self.next += 1;
         if self.next - self.oldest > RING_CAPACITY as u64 {
             self.oldest += 1;
@@ -71,9 +74,8 @@ impl PostRing {
         let mut out = KVec::new();
         let mut seq = from.max(self.oldest);
         while seq < self.next && out.len() < max {
-            if let Some(post) = self.posts.get(index_of(seq)) {
-                out.push(*post, GFP_KERNEL)?;
-            }
+            // PANIC: as in `push`.
+            out.push(self.posts[index_of(seq)], GFP_KERNEL)?;
             seq += 1;
         }
         Ok(out)

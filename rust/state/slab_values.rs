@@ -22,6 +22,13 @@ use crate::{
         WordOffset,
         Words, //
     },
+    state::{
+        core_index::{
+            CoreIndex,
+            PerCore, //
+        },
+        nc_index::NcIndex,
+    },
 };
 use kernel::{
     page::PAGE_SIZE,
@@ -47,15 +54,15 @@ pub(crate) const GENERATION_WORD: SlabWord = match SlabWord::new(SLAB_GENERATION
 
 /// The counters of one slab.
 pub(crate) trait SlabValues {
-    /// Counter `index` of NeuronCore `core`; 0 for a pair outside the layout.
-    fn nc(&self, core: usize, index: usize) -> u64;
+    /// Counter `counter` of NeuronCore `core`.
+    fn nc(&self, core: CoreIndex, counter: NcIndex) -> u64;
     /// ND counter `counter`.
     fn nd(&self, counter: NdCounter) -> u64;
 }
 
 impl<T: SlabValues + ?Sized> SlabValues for &T {
-    fn nc(&self, core: usize, index: usize) -> u64 {
-        (**self).nc(core, index)
+    fn nc(&self, core: CoreIndex, counter: NcIndex) -> u64 {
+        (**self).nc(core, counter)
     }
 
     fn nd(&self, counter: NdCounter) -> u64 {
@@ -76,11 +83,9 @@ impl<'a> LiveSlab<'a> {
 }
 
 impl SlabValues for LiveSlab<'_> {
-    /// An invalid (core, index) pair reads as 0, so it adds nothing to any total. Pairs come
-    /// only from the module's own tables and its core count, never from userspace, so there is
-    /// nothing to report (the module logs at warning level only on failures).
-    fn nc(&self, core: usize, index: usize) -> u64 {
-        nc_counter_offset(core, index)
+    /// Every (core, counter) pair has a word in the layout; one that had none would read 0.
+    fn nc(&self, core: CoreIndex, counter: NcIndex) -> u64 {
+        nc_counter_offset(core.get(), counter.get())
             .ok()
             .and_then(SlabWord::new)
             .map_or(0, |word| self.0.load(word))
@@ -95,8 +100,10 @@ impl SlabValues for LiveSlab<'_> {
 
 /// Every counter of a device's cores in one slab, copied at one moment.
 pub(crate) struct SlabSnapshot {
-    /// Per core of the device, its counters by index.
-    nc: KVec<[u64; NDS_TOTAL_NC_COUNTER_COUNT]>,
+    /// Cores of the device, whose counters are copied; the others' stay 0.
+    core_count: usize,
+    /// Per core, its counters by index.
+    nc: KBox<PerCore<[u64; NDS_TOTAL_NC_COUNTER_COUNT]>>,
     nd: [u64; NDS_ND_COUNTER_COUNT],
 }
 
@@ -104,16 +111,20 @@ impl SlabSnapshot {
     /// Room for the counters of `core_count` cores.
     pub(crate) fn new(core_count: usize) -> Result<Self> {
         Ok(Self {
-            nc: KVec::from_elem([0; NDS_TOTAL_NC_COUNTER_COUNT], core_count, GFP_KERNEL)?,
+            core_count,
+            nc: KBox::init(
+                PerCore::try_init(|_| Ok([0; NDS_TOTAL_NC_COUNTER_COUNT])),
+                GFP_KERNEL,
+            )?,
             nd: [0; NDS_ND_COUNTER_COUNT],
         })
     }
 
     /// Copies every counter of the device's cores, and every ND counter, out of `slab`.
     pub(crate) fn take(&mut self, slab: &impl SlabValues) {
-        for (core, counters) in self.nc.iter_mut().enumerate() {
-            for (index, value) in counters.iter_mut().enumerate() {
-                *value = slab.nc(core, index);
+        for core in CoreIndex::first(self.core_count) {
+            for (counter, value) in NcIndex::all().zip(self.nc[core].iter_mut()) {
+                *value = slab.nc(core, counter);
             }
         }
         for (index, value) in self.nd.iter_mut().enumerate() {
@@ -123,12 +134,9 @@ impl SlabSnapshot {
 }
 
 impl SlabValues for SlabSnapshot {
-    fn nc(&self, core: usize, index: usize) -> u64 {
-        self.nc
-            .get(core)
-            .and_then(|counters| counters.get(index))
-            .copied()
-            .unwrap_or(0)
+    fn nc(&self, core: CoreIndex, counter: NcIndex) -> u64 {
+        // PANIC: never, `counter.get()` is below the number of a core's counters.
+        self.nc[core][counter.get()]
     }
 
     fn nd(&self, counter: NdCounter) -> u64 {
@@ -158,6 +166,14 @@ mod tests {
         SlabWord::new(offset).ok_or(EINVAL)
     }
 
+    fn nth_core(index: usize) -> Result<CoreIndex> {
+        CoreIndex::new(index).ok_or(EINVAL)
+    }
+
+    fn nth_counter(index: usize) -> Result<NcIndex> {
+        NcIndex::new(index).ok_or(EINVAL)
+    }
+
     #[test]
     fn each_band_reads_the_word_at_its_documented_offset() -> Result {
         let slab = new_slab()?;
@@ -175,7 +191,7 @@ mod tests {
         }
         for (n, (core, index, _)) in cases.into_iter().enumerate() {
             assert_eq!(
-                LiveSlab::of(&slab).nc(core, index),
+                LiveSlab::of(&slab).nc(nth_core(core)?, nth_counter(index)?),
                 1000 + u64::try_from(n)?
             );
         }
@@ -191,24 +207,32 @@ mod tests {
         // Core 4, counter 1 is at 57984 + 8; the NC band slot right after core 3 is not it.
         slab.store(word(57984 + 8)?, 42);
         slab.store(word(256 + 8 * (31 * 4 + 1))?, 7);
-        assert_eq!(LiveSlab::of(&slab).nc(4, 1), 42);
+        assert_eq!(LiveSlab::of(&slab).nc(nth_core(4)?, nth_counter(1)?), 42);
         Ok(())
     }
 
     #[test]
-    fn invalid_pairs_read_zero() -> Result {
+    fn every_pair_has_its_own_word_and_there_is_no_seventeenth_core_or_96th_counter() -> Result {
         let slab = new_slab()?;
-        // Make every word non-zero so that a wrong address could not read 0 by accident.
-        for offset in (0..NEURON_DATASTORE_SIZE).step_by(8) {
-            slab.store(word(offset)?, u64::MAX);
+        // Every (core, counter) word gets a distinct value: two pairs sharing a word, or a
+        // pair outside the slab, would show.
+        for (n, (core, counter)) in CoreIndex::all()
+            .flat_map(|core| NcIndex::all().map(move |counter| (core, counter)))
+            .enumerate()
+        {
+            let offset = nc_counter_offset(core.get(), counter.get()).map_err(|_| EINVAL)?;
+            slab.store(word(offset)?, u64::try_from(n)? + 1);
         }
         let live = LiveSlab::of(&slab);
-        assert_eq!(live.nc(0, 95), 0);
-        assert_eq!(live.nc(3, 95), 0);
-        assert_eq!(live.nc(4, 95), 0);
-        assert_eq!(live.nc(16, 0), 0);
-        assert_eq!(live.nc(usize::MAX, 0), 0);
-        assert_eq!(live.nc(15, 94), u64::MAX);
+        for (n, (core, counter)) in CoreIndex::all()
+            .flat_map(|core| NcIndex::all().map(move |counter| (core, counter)))
+            .enumerate()
+        {
+            assert_eq!(live.nc(core, counter), u64::try_from(n)? + 1);
+        }
+        assert!(CoreIndex::new(16).is_none());
+        assert!(CoreIndex::new(usize::MAX).is_none());
+        assert!(NcIndex::new(95).is_none());
         Ok(())
     }
 
@@ -223,10 +247,33 @@ mod tests {
         let mut snapshot = SlabSnapshot::new(2)?;
         snapshot.take(&LiveSlab::of(&slab));
         slab.store(success, 6);
-        assert_eq!(snapshot.nc(1, NcCounter::InferCompleted.index()), 5);
+        assert_eq!(
+            snapshot.nc(
+                nth_core(1)?,
+                nth_counter(NcCounter::InferCompleted.index())?
+            ),
+            5
+        );
         assert_eq!(snapshot.nd(NdCounter::DeviceClusterId), 9);
-        // Cores beyond the device are not in the snapshot.
-        assert_eq!(snapshot.nc(2, NcCounter::InferCompleted.index()), 0);
+        // Cores beyond the device are not copied.
+        let beyond =
+            word(nc_counter_offset(2, NcCounter::InferCompleted.index()).map_err(|_| EINVAL)?)?;
+        slab.store(beyond, 4);
+        snapshot.take(&LiveSlab::of(&slab));
+        assert_eq!(
+            snapshot.nc(
+                nth_core(2)?,
+                nth_counter(NcCounter::InferCompleted.index())?
+            ),
+            0
+        );
+        assert_eq!(
+            snapshot.nc(
+                nth_core(1)?,
+                nth_counter(NcCounter::InferCompleted.index())?
+            ),
+            6
+        );
         Ok(())
     }
 

@@ -8,11 +8,18 @@
 //! baseline), which neither its live part nor its release adds again.
 
 use crate::{
-    abi::sysfs::{
-        SysfsCounter,
-        SYSFS_COUNTERS, //
-    },
+    abi::sysfs::SYSFS_COUNTERS,
     state::{
+        bounded_index::BoundedIndex,
+        core_index::{
+            CoreIndex,
+            PerCore,
+            MAX_CORES, //
+        },
+        nc_index::{
+            nc_index,
+            NcIndex, //
+        },
         slab_values::SlabValues,
         slot_index::{
             PerSlot,
@@ -25,14 +32,29 @@ use kernel::prelude::*;
 /// Number of aggregated counters per core.
 pub(crate) const NODE_COUNT: usize = SYSFS_COUNTERS.len();
 
-/// The most NeuronCores a device has (the `cores_per_device` parameter's bound).
-pub(crate) const MAX_CORES: usize = 16;
+/// The kind of thing a [`CounterNode`] names.
+pub(crate) enum CounterNodes {}
 
-/// What one slab contributes to `counter` (e.g. FLOPs from MACs); modular, like the original's
-/// `u64` arithmetic.
-fn contribution(counter: &SysfsCounter, slab: &dyn SlabValues, core: usize) -> u64 {
-    slab.nc(core, counter.source.index())
-        .wrapping_mul(counter.scale)
+/// One of a core's aggregated counters: an index into `SYSFS_COUNTERS`.
+pub(crate) type CounterNode = BoundedIndex<NODE_COUNT, CounterNodes>;
+
+/// Per node, the index of the slab counter it sums (`SYSFS_COUNTERS[node].source`).
+const NODE_SOURCES: [NcIndex; NODE_COUNT] = {
+    let mut sources = [nc_index(SYSFS_COUNTERS[0].source); NODE_COUNT];
+    let mut node = 1;
+    while node < NODE_COUNT {
+        sources[node] = nc_index(SYSFS_COUNTERS[node].source);
+        node += 1;
+    }
+    sources
+};
+
+/// What one slab contributes to counter `node` of `core` (e.g. FLOPs from MACs); modular,
+/// like the original's `u64` arithmetic.
+fn contribution(node: CounterNode, slab: &dyn SlabValues, core: CoreIndex) -> u64 {
+    // PANIC: never, `node.get()` is below `NODE_COUNT`, the tables' length.
+    slab.nc(core, NODE_SOURCES[node.get()])
+        .wrapping_mul(SYSFS_COUNTERS[node.get()].scale)
 }
 
 /// A counter's two values as sysfs shows them.
@@ -60,13 +82,15 @@ struct CoreTotals {
 
 /// The totals of every core of one device.
 pub(crate) struct DeviceTotals {
-    cores: KVec<CoreTotals>,
+    /// The device's cores; the totals of the others stay 0.
+    core_count: usize,
+    cores: KBox<PerCore<CoreTotals>>,
     /// Per core, the counters whose `total` or `present` changed since
     /// [`DeviceTotals::take_changed`]; all of a device's cores' fit, whatever its core count,
     /// so that they are taken in one copy.
     changed: [ChangedCounters; MAX_CORES],
     /// Per slot, core and counter: what the slot's slab held at the last reset while it was
-    /// live.
+    /// live; one entry per core of the device.
     baselines: KBox<PerSlot<KVec<[u64; NODE_COUNT]>>>,
 }
 
@@ -78,7 +102,8 @@ impl DeviceTotals {
             present: [0; NODE_COUNT],
         };
         Ok(Self {
-            cores: KVec::from_elem(zero, core_count, GFP_KERNEL)?,
+            core_count,
+            cores: KBox::init(PerCore::try_init(|_| Ok(zero.clone())), GFP_KERNEL)?,
             changed: [0; MAX_CORES],
             baselines: KBox::init(
                 PerSlot::try_init(|_| {
@@ -89,43 +114,49 @@ impl DeviceTotals {
         })
     }
 
-    /// Counter `node` (an index into `SYSFS_COUNTERS`) of `core`, with `live` the slots whose
-    /// slabs are still counted live and their slabs; `None` for a counter the device lacks.
+    /// What slot `slot`'s slab held of counter `node` of `core` at the last reset.
+    fn baseline(&self, slot: SlotIndex, core: CoreIndex, node: CounterNode) -> u64 {
+        // A core beyond the device has no baseline; nothing asks for one.
+        self.baselines[slot]
+            .get(core.get())
+            .map_or(0, |baseline| baseline[node.get()])
+    }
+
+    /// Counter `node` of `core`, with `live` the slots whose slabs are still counted live and
+    /// their slabs.
     pub(crate) fn shown(
         &self,
-        core: usize,
-        node: usize,
+        core: CoreIndex,
+        node: CounterNode,
         live: impl Iterator<Item = (SlotIndex, impl SlabValues)>,
-    ) -> Option<Shown> {
-        let counter = SYSFS_COUNTERS.get(node)?;
-        let totals = self.cores.get(core)?;
+    ) -> Shown {
+        let totals = &self.cores[core];
         let live = live
             .map(|(slot, slab)| {
-                let baseline = self.baselines[slot]
-                    .get(core)
-                    .map_or(0, |baseline| baseline.get(node).copied().unwrap_or(0));
-                contribution(counter, &slab, core).wrapping_sub(baseline)
+                contribution(node, &slab, core).wrapping_sub(self.baseline(slot, core, node))
             })
             .fold(0u64, u64::wrapping_add);
-        Some(Shown {
-            total: totals.released.get(node)?.wrapping_add(live),
-            present: *totals.present.get(node)?,
-        })
+        Shown {
+            total: totals.released[node.get()].wrapping_add(live),
+            present: totals.present[node.get()],
+        }
     }
 
     /// Adds what released slot `slot` counted (`slab`, its final values) to every counter of
     /// every core, less its baselines, which are forgotten.
     pub(crate) fn add_release(&mut self, slot: SlotIndex, slab: &dyn SlabValues) {
+        // One baseline per core of the device.
         let baselines = self.baselines[slot].iter_mut();
-        let cores = self.cores.iter_mut().zip(self.changed.iter_mut());
-        for (core, ((totals, changed), baseline)) in cores.zip(baselines).enumerate() {
+        for (core, baseline) in CoreIndex::first(self.core_count).zip(baselines) {
             let baseline = core::mem::replace(baseline, [0; NODE_COUNT]);
-            let counters = SYSFS_COUNTERS.iter().zip(baseline);
+            let totals = &mut self.cores[core];
+            let changed = &mut self.changed[core.get()];
+            let counters = CounterNode::all().zip(baseline);
             let sums = totals.released.iter_mut().zip(totals.present.iter_mut());
-            for (bit, ((counter, baseline), (total, last))) in counters.zip(sums).enumerate() {
-                let added = contribution(counter, slab, core).wrapping_sub(baseline);
+            for ((node, baseline), (total, last)) in counters.zip(sums) {
+                let added = contribution(node, slab, core).wrapping_sub(baseline);
                 if added != 0 || *last != 0 {
-                    *changed |= 1 << bit;
+                    *changed |= 1 << node.get();
                 }
                 *total = total.wrapping_add(added);
                 *last = added;
@@ -137,30 +168,19 @@ impl DeviceTotals {
     /// here on. `live` as in [`Self::shown`].
     pub(crate) fn reset(
         &mut self,
-        core: usize,
-        node: usize,
+        core: CoreIndex,
+        node: CounterNode,
         live: impl Iterator<Item = (SlotIndex, impl SlabValues)>,
-    ) -> Result {
-        let counter = SYSFS_COUNTERS.get(node).ok_or(EINVAL)?;
-        let totals = self.cores.get_mut(core).ok_or(EINVAL)?;
-        let (Some(total), Some(last), Some(changed)) = (
-            totals.released.get_mut(node),
-            totals.present.get_mut(node),
-            self.changed.get_mut(core),
-        ) else {
-            return Err(EINVAL);
-        };
-        (*total, *last) = (0, 0);
-        *changed |= 1 << node;
+    ) {
+        let totals = &mut self.cores[core];
+        totals.released[node.get()] = 0;
+        totals.present[node.get()] = 0;
+        self.changed[core.get()] |= 1 << node.get();
         for (slot, slab) in live {
-            if let Some(baseline) = self.baselines[slot]
-                .get_mut(core)
-                .and_then(|b| b.get_mut(node))
-            {
-                *baseline = contribution(counter, &slab, core);
+            if let Some(baseline) = self.baselines[slot].get_mut(core.get()) {
+                baseline[node.get()] = contribution(node, &slab, core);
             }
         }
-        Ok(())
     }
 
     /// Per core, the counters whose files changed since the last call (none for a core the
@@ -184,21 +204,28 @@ mod tests {
         },
     };
 
-    fn node(group: SysfsGroup, name: &str) -> Result<usize> {
+    fn node(group: SysfsGroup, name: &str) -> Result<CounterNode> {
         let wanted = sysfs_counter(group, name).ok_or(EINVAL)?;
         SYSFS_COUNTERS
             .iter()
             .position(|c| c == wanted)
+            .and_then(CounterNode::new)
             .ok_or(EINVAL)
+    }
+
+    fn nth_core(index: usize) -> CoreIndex {
+        CoreIndex::first(index + 1)
+            .last()
+            .unwrap_or_else(|| panic!("no core {index}"))
     }
 
     /// A slab where counter `index` of `core` holds `base + core * 1000 + index`.
     struct Synthetic(u64);
 
     impl SlabValues for Synthetic {
-        fn nc(&self, core: usize, index: usize) -> u64 {
+        fn nc(&self, core: CoreIndex, counter: NcIndex) -> u64 {
             self.0
-                .wrapping_add(u64::try_from(core * 1000 + index).unwrap_or(0))
+                .wrapping_add(u64::try_from(core.get() * 1000 + counter.get()).unwrap_or(0))
         }
 
         fn nd(&self, _: NdCounter) -> u64 {
@@ -214,8 +241,8 @@ mod tests {
     }
 
     impl SlabValues for Fixed {
-        fn nc(&self, core: usize, index: usize) -> u64 {
-            if (core, index) == (self.core, self.index) {
+        fn nc(&self, core: CoreIndex, counter: NcIndex) -> u64 {
+            if (core.get(), counter.get()) == (self.core, self.index) {
                 self.count
             } else {
                 0
@@ -242,15 +269,12 @@ mod tests {
         totals.add_release(slot(1)?, &Synthetic(0));
         let success = node(SysfsGroup::Status, "success")?;
         // INFER_COMPLETED is NC counter 1.
-        assert_eq!(totals.shown(0, success, none()).ok_or(EINVAL)?.total, 2);
-        assert_eq!(
-            totals.shown(1, success, none()).ok_or(EINVAL)?.total,
-            2 * 1001
-        );
+        assert_eq!(totals.shown(nth_core(0), success, none()).total, 2);
+        assert_eq!(totals.shown(nth_core(1), success, none()).total, 2 * 1001);
         // HW_ERR_REPAIRABLE_HBM_UE is EXT counter 40.
         let repairable = node(SysfsGroup::Status, "hw_repairable_hbm_ue_error")?;
         assert_eq!(
-            totals.shown(1, repairable, none()).ok_or(EINVAL)?.total,
+            totals.shown(nth_core(1), repairable, none()).total,
             2 * 1040
         );
         Ok(())
@@ -262,7 +286,7 @@ mod tests {
         totals.add_release(slot(3)?, &Synthetic(0));
         let flops = node(SysfsGroup::OtherInfo, "flop_count")?;
         // MAC_COUNT is NC counter 29.
-        assert_eq!(totals.shown(0, flops, none()).ok_or(EINVAL)?.total, 58);
+        assert_eq!(totals.shown(nth_core(0), flops, none()).total, 58);
         Ok(())
     }
 
@@ -272,13 +296,11 @@ mod tests {
         let timeout = node(SysfsGroup::Status, "timeout")?;
         totals.add_release(slot(0)?, &Synthetic(100));
         let live = Synthetic(10);
-        let shown = totals
-            .shown(
-                0,
-                timeout,
-                [(slot(1)?, &live as &dyn SlabValues)].into_iter(),
-            )
-            .ok_or(EINVAL)?;
+        let shown = totals.shown(
+            nth_core(0),
+            timeout,
+            [(slot(1)?, &live as &dyn SlabValues)].into_iter(),
+        );
         // NC counter 4 (timeout): 104 released, 14 live.
         assert_eq!(
             shown,
@@ -298,53 +320,54 @@ mod tests {
         // Slot 5 is live with 14 timeouts when the counter is reset.
         let before = Synthetic(10);
         totals.reset(
-            0,
-            timeout,
-            [(slot(5)?, &before as &dyn SlabValues)].into_iter(),
-        )?;
-        let shown = totals.shown(
-            0,
+            nth_core(0),
             timeout,
             [(slot(5)?, &before as &dyn SlabValues)].into_iter(),
         );
-        assert_eq!(shown, Some(Shown::default()));
+        let shown = totals.shown(
+            nth_core(0),
+            timeout,
+            [(slot(5)?, &before as &dyn SlabValues)].into_iter(),
+        );
+        assert_eq!(shown, Shown::default());
         // It counts 3 more, then is released: only the 3 appear, live and after the release.
         let after = Synthetic(13);
         let shown = totals.shown(
-            0,
+            nth_core(0),
             timeout,
             [(slot(5)?, &after as &dyn SlabValues)].into_iter(),
         );
-        assert_eq!(shown.map(|s| s.total), Some(3));
+        assert_eq!(shown.total, 3);
         totals.add_release(slot(5)?, &after);
         assert_eq!(
-            totals.shown(0, timeout, none()),
-            Some(Shown {
+            totals.shown(nth_core(0), timeout, none()),
+            Shown {
                 total: 3,
                 present: 3
-            })
+            }
         );
         // The next owner of slot 5 starts without a baseline.
         let next = Synthetic(1);
         let shown = totals.shown(
-            0,
+            nth_core(0),
             timeout,
             [(slot(5)?, &next as &dyn SlabValues)].into_iter(),
         );
-        assert_eq!(shown.map(|s| s.total), Some(3 + 5));
+        assert_eq!(shown.total, 3 + 5);
         Ok(())
     }
 
     #[test]
     fn a_reset_touches_only_its_counter() -> Result {
-        let mut totals = DeviceTotals::new(1)?;
+        let mut totals = DeviceTotals::new(2)?;
         let timeout = node(SysfsGroup::Status, "timeout")?;
         let success = node(SysfsGroup::Status, "success")?;
         totals.add_release(slot(0)?, &Synthetic(0));
-        totals.reset(0, timeout, none())?;
-        assert_eq!(totals.shown(0, success, none()).map(|s| s.total), Some(1));
-        assert_eq!(totals.reset(1, timeout, none()), Err(EINVAL));
-        assert_eq!(totals.reset(0, NODE_COUNT, none()), Err(EINVAL));
+        totals.add_release(slot(1)?, &Synthetic(0));
+        totals.reset(nth_core(0), timeout, none());
+        assert_eq!(totals.shown(nth_core(0), timeout, none()).total, 0);
+        assert_eq!(totals.shown(nth_core(0), success, none()).total, 2);
+        assert_eq!(totals.shown(nth_core(1), timeout, none()).total, 2 * 1004);
         Ok(())
     }
 
@@ -355,15 +378,19 @@ mod tests {
         totals.add_release(slot(1)?, &Synthetic(1));
         let success = node(SysfsGroup::Status, "success")?;
         // (MAX - 1 + 1) + (1 + 1) wraps to 1.
-        assert_eq!(totals.shown(0, success, none()).map(|s| s.total), Some(1));
+        assert_eq!(totals.shown(nth_core(0), success, none()).total, 1);
         Ok(())
     }
 
     #[test]
-    fn cores_beyond_the_device_have_no_totals() -> Result {
-        let totals = DeviceTotals::new(2)?;
-        assert_eq!(totals.shown(2, 0, none()), None);
-        assert_eq!(totals.shown(0, NODE_COUNT, none()), None);
+    fn cores_beyond_the_device_count_nothing() -> Result {
+        let mut totals = DeviceTotals::new(2)?;
+        totals.add_release(slot(0)?, &Synthetic(7));
+        let success = node(SysfsGroup::Status, "success")?;
+        assert_eq!(totals.shown(nth_core(1), success, none()).total, 7 + 1001);
+        assert_eq!(totals.shown(nth_core(2), success, none()), Shown::default());
+        assert_eq!(totals.take_changed()[2], 0);
+        assert!(CounterNode::new(NODE_COUNT).is_none());
         Ok(())
     }
 
@@ -379,16 +406,16 @@ mod tests {
         };
         totals.add_release(slot(0)?, &only(3));
         let changed = totals.take_changed();
-        assert_eq!((changed[0], changed[1]), (0, 1 << success));
+        assert_eq!((changed[0], changed[1]), (0, 1 << success.get()));
         assert_eq!(totals.take_changed()[1], 0);
         // The next release adds nothing: `present` goes back to 0, which is a change.
         totals.add_release(slot(1)?, &only(0));
-        assert_eq!(totals.take_changed()[1], 1 << success);
+        assert_eq!(totals.take_changed()[1], 1 << success.get());
         totals.add_release(slot(2)?, &only(0));
         assert_eq!(totals.take_changed()[1], 0);
-        totals.reset(0, timeout, none())?;
+        totals.reset(nth_core(0), timeout, none());
         let changed = totals.take_changed();
-        assert_eq!(changed[0], 1 << timeout);
+        assert_eq!(changed[0], 1 << timeout.get());
         assert!(changed[1..].iter().all(|bits| *bits == 0));
         Ok(())
     }

@@ -9,8 +9,8 @@
 //! sections, to a file of its own there. `ds-coverage` adds the files up.
 //!
 //! The guest test suites take part another way: with `NEURON_DS_KCOV_THREADS` naming the
-//! directory, every thread that opens a device (or issues an ioctl) through this crate's
-//! helpers collects ([`follow_thread`]) and saves when it exits ([`end_thread`] for a main
+//! directory, every thread that opens a device, issues an ioctl or reloads the module through
+//! this crate's helpers collects ([`follow_thread`]) and saves when it exits ([`end_thread`] for a main
 //! thread, whose thread-locals are never dropped).
 
 use std::{
@@ -116,6 +116,8 @@ pub struct Collector {
     sections: Sections,
     dir: String,
     tag: String,
+    /// Failed loads saved so far, each to a file of its own.
+    failed_loads: u32,
 }
 
 impl Collector {
@@ -140,7 +142,7 @@ impl Collector {
     /// Starts collecting what kernel workers run on behalf of the calling thread and of every
     /// task it creates from now on (they inherit `handle`, a nonzero 32-bit number unique to
     /// this session), into directory `dir`. The module's workers report to the handle of the
-    /// last task that released a slab; the points arrive when a worker's run ends.
+    /// last task that acquired or released a slab; the points arrive when a worker's run ends.
     pub fn start_remote(dir: &str, tag: &str, handle: u32) -> io::Result<Self> {
         Self::open(dir, tag, Enable::Remote(handle))
     }
@@ -204,6 +206,7 @@ impl Collector {
                 sections: Sections::of("neuron_ds"),
                 dir: dir.to_owned(),
                 tag: tag.to_owned(),
+                failed_loads: 0,
             })
         }
     }
@@ -264,6 +267,25 @@ impl Collector {
             self.save_as_of_now();
             self.sections = sections;
         }
+    }
+
+    /// This thread just loaded the module, or tried to: the points drained since the last save
+    /// are its `init`'s (the caller saved before the load), located in the sections of the
+    /// module loaded now (`.init.text` keeps its address after init), or, if the load failed,
+    /// saved as addresses to a file of their own, `<tag>-load<n>`, since the code was somewhere
+    /// else each time (ds-coverage places each file's addresses on one set of sections).
+    pub fn loaded(&mut self) {
+        self.drain();
+        self.sections = Sections::of("neuron_ds");
+        if !self.sections.is_empty() {
+            self.save_as_of_now();
+            return;
+        }
+        self.failed_loads += 1;
+        let load_tag = format!("{}-load{}", self.tag, self.failed_loads);
+        let tag = std::mem::replace(&mut self.tag, load_tag);
+        self.save_as_of_now();
+        self.tag = tag;
     }
 
     /// Writes the points drained so far (draining first) to the file of tag `tag`, which later
@@ -379,6 +401,25 @@ pub fn module_replaced() {
             collector.refresh_sections();
         }
     });
+}
+
+/// Runs `load` (a load of the module by the calling thread) with the thread followed, and
+/// keeps what the module's `init` reached apart ([`Collector::loaded`]).
+pub fn following_load<R>(load: impl FnOnce() -> R) -> R {
+    follow_thread();
+    FOLLOWED.with_borrow_mut(|followed| {
+        if let Some(Followed::Collecting(collector)) = followed {
+            collector.refresh_sections();
+            collector.save();
+        }
+    });
+    let result = load();
+    FOLLOWED.with_borrow_mut(|followed| {
+        if let Some(Followed::Collecting(collector)) = followed {
+            collector.loaded();
+        }
+    });
+    result
 }
 
 /// Saves what the calling thread reached since [`follow_thread`] started, if it did, and

@@ -97,11 +97,10 @@ pub fn reload_with(extra: &[&str]) {
         })
         .collect();
     params.extend(extra.iter().map(|e| (*e).to_owned()));
-    let mut args = vec!["/neuron_ds.ko".to_owned()];
-    args.extend(params);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    run("insmod", &args);
-    crate::kcov::module_replaced();
+    let params = params.join(" ");
+    // Loaded by this thread (as insmod would), so that a followed thread traces `init`.
+    crate::kcov::following_load(|| load_module("/neuron_ds.ko", &params))
+        .unwrap_or_else(|e| panic!("loading the module with {params:?}: errno {e}"));
 }
 
 /// Puts the harness's module back when a test ends, even by a failed assertion.

@@ -439,6 +439,25 @@ fn a_sixteen_core_device_totals_the_counters_of_every_band_of_the_layout() {
     let read = |core: usize, c: &SysfsCounter, file: &str| {
         sysfs_counter(core, c.group.dir_name(), c.name, file)
     };
+    // The metric posts sum the device's sixteen cores too: the successes (CloudWatch id 200)
+    // of cores 0, 3, 4 and 15, posted while the slab is live, and not again at its release.
+    let expected: u64 = writes
+        .iter()
+        .filter(|(_, c, _)| c.name == "success")
+        .map(|(_, _, value)| value)
+        .sum();
+    let successes_posted = |posts: &mut fs::File| -> u64 {
+        read_available_posts(posts)
+            .iter()
+            .filter(|post| post.cw_id == SUCCESSES)
+            .map(|post| -> u64 {
+                std::str::from_utf8(post.value_bytes())
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .sum()
+    };
     let mut posts = open_posts(DEVICE).unwrap();
     let producer = Producer::start(DEVICE, &spec).unwrap();
     for &(core, c, value) in &writes {
@@ -449,6 +468,16 @@ fn a_sixteen_core_device_totals_the_counters_of_every_band_of_the_layout() {
             "{c} of core {core} before a release"
         );
     }
+    let deadline = Instant::now() + metrics_period() * 10;
+    let mut posted = 0;
+    while posted < expected && Instant::now() < deadline {
+        thread::sleep(metrics_period());
+        posted += successes_posted(&mut posts);
+    }
+    assert_eq!(
+        posted, expected,
+        "successes of the live slab's sixteen cores"
+    );
     producer.release_and_exit();
     for &(core, c, value) in &writes {
         assert_eq!(read(core, c, "total"), value, "released {c} of core {core}");
@@ -467,18 +496,24 @@ fn a_sixteen_core_device_totals_the_counters_of_every_band_of_the_layout() {
             );
         }
     }
-    // The metric posts sum the device's sixteen cores too: the successes (CloudWatch id 200)
-    // of cores 0, 3, 4 and 15, once, in whichever periods they fell.
-    let expected: u64 = writes
-        .iter()
-        .filter(|(_, c, _)| c.name == "success")
-        .map(|(_, _, value)| value)
-        .sum();
-    let deadline = Instant::now() + metrics_period() * 10;
-    let mut posted = 0;
-    while posted < expected && Instant::now() < deadline {
-        thread::sleep(metrics_period());
-        posted += read_available_posts(&mut posts)
+    thread::sleep(metrics_period() * 3);
+    assert_eq!(
+        successes_posted(&mut posts),
+        0,
+        "the release posts nothing that was posted while the slab was live"
+    );
+}
+
+#[test]
+fn an_eleven_core_device_counts_its_last_core_live_released_and_reaped() {
+    let _restore = Restore;
+    // Eleven: the per-core sums run over a count that is neither 2 nor a multiple of 8.
+    reload_with(&["cores_per_device=11"]);
+    assert_eq!(sysfs_core_count(0), 11);
+    let success = |core: usize, file: &str| sysfs_counter(core, "status", "success", file);
+    let mut posts = open_posts(DEVICE).unwrap();
+    let successes_posted = |posts: &mut fs::File| -> u64 {
+        read_available_posts(posts)
             .iter()
             .filter(|post| post.cw_id == SUCCESSES)
             .map(|post| -> u64 {
@@ -487,7 +522,48 @@ fn a_sixteen_core_device_totals_the_counters_of_every_band_of_the_layout() {
                     .parse()
                     .unwrap()
             })
-            .sum::<u64>();
+            .sum()
+    };
+    // Live, then released: core 10's successes and core 0's, posted once.
+    let producer = Producer::start(DEVICE, &[(10, 1, 30), (0, 1, 4)]).unwrap();
+    assert_eq!(success(10, "total"), 30);
+    let deadline = Instant::now() + metrics_period() * 10;
+    let mut posted = 0;
+    while posted < 34 && Instant::now() < deadline {
+        thread::sleep(metrics_period());
+        posted += successes_posted(&mut posts);
     }
-    assert_eq!(posted, expected, "successes posted for the sixteen cores");
+    assert_eq!(posted, 34, "the live slab's successes over eleven cores");
+    producer.release_and_exit();
+    assert_eq!((success(10, "total"), success(10, "present")), (30, 30));
+    assert_eq!(success(0, "total"), 4);
+    // An owner that dies while its descriptor lives on (ours, inherited) is reaped by the
+    // next ACQUIRE or metrics period, with what it counted on core 10.
+    let file = open_device(DEVICE).unwrap();
+    let status = in_child(|| {
+        let Ok(info) = acquire(&file, 0) else {
+            return 0;
+        };
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let Ok(slab) = Mapping::new(&file, SLAB_SIZE, rw, info.mmap_offset) else {
+            return 0;
+        };
+        slab.write_u64(nc_offset(10, 1), 5);
+        (offset_slot(info.mmap_offset) + 1) as i32
+    });
+    assert!(libc::WIFEXITED(status), "status {status:#x}");
+    let slot = libc::WEXITSTATUS(status) as usize - 1;
+    acquire(&file, 0).unwrap();
+    let me = std::process::id() as i32;
+    assert!(
+        [0, me].contains(&slots()[slot].pid),
+        "the dead child's slot is free or ours"
+    );
+    assert_eq!((success(10, "total"), success(10, "present")), (35, 5));
+    thread::sleep(metrics_period() * 3);
+    assert_eq!(
+        successes_posted(&mut posts),
+        5,
+        "the reaped slab's successes, posted once"
+    );
 }

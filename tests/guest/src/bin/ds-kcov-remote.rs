@@ -3,7 +3,7 @@
 //!
 //! KCOV's remote mode: this process's session has a common handle that every task it starts
 //! inherits, and the module's workers report what they run to the handle of the last task that
-//! released a slab. The campaign's own processes collect their system calls themselves
+//! acquired or released a slab. The campaign's own processes collect their system calls themselves
 //! (`kcov::Collector::from_env`); this one collects the workers' runs while the campaign
 //! runs, and writes them to its own `.cov` file. Exits with the campaign's status.
 
