@@ -91,17 +91,20 @@ fn read_sites(path: &str) -> Sites {
 
 /// Places addresses traced while the module was loaded but whose sections were not known (a
 /// load that failed before its sections could be read). Each code section of that load
-/// started somewhere: for each section, the start that puts the most addresses on its points
-/// is found (tried from addresses spread over the whole range, so that every section's
-/// cluster of addresses has one, each against every point). Then the sections claim their
-/// addresses, the one that explains the most first, each only if it still explains two at
-/// least: a section with few points cannot take by chance the addresses of one that explains
-/// many. Among starts that explain as many, a page-aligned one is taken: each region of
-/// module memory starts on a page, and its first section (`.text`, `.init.text`) with it; a
-/// few addresses are often explained as well by several starts. Returns the placed points and
-/// the addresses left over.
+/// started somewhere: for each section, the starts that put the most addresses on its points
+/// are found (tried from addresses spread over the whole range, so that every section's
+/// cluster of addresses has one, each against every point), and the few best of each (those
+/// explaining two addresses at least: a start explaining one is chance) are combined, one
+/// start or none per section, to explain the most addresses together; among combinations
+/// explaining as many, the one with the most page-aligned starts is taken (each region of
+/// module memory starts on a page, and its first section, `.text` or `.init.text`, with it).
+/// Combined, a section cannot take by chance the few addresses of another because it would
+/// explain as many: the pair that explains both sections' addresses wins. Returns the placed
+/// points and the addresses left over.
 fn place(addresses: &[u64], sites: &Sites) -> (Vec<Site>, Vec<u64>) {
     const ANCHORS: usize = 8;
+    /// Starts kept per section for the combinations.
+    const CANDIDATES: usize = 12;
     const PAGE: u64 = 4096;
     let mut sections: BTreeMap<&str, HashSet<u64>> = BTreeMap::new();
     for (section, offset) in sites.counted.keys().chain(sites.kunit.iter()) {
@@ -112,55 +115,125 @@ fn place(addresses: &[u64], sites: &Sites) -> (Vec<Site>, Vec<u64>) {
     }
     let mut sorted = addresses.to_vec();
     sorted.sort_unstable();
+    sorted.dedup();
     let anchors: Vec<u64> = sorted
         .iter()
         .step_by(sorted.len().div_ceil(ANCHORS).max(1))
         .copied()
         .collect();
-    let on_points = |points: &HashSet<u64>, start: u64, address: u64| {
-        address
-            .checked_sub(start)
-            .is_some_and(|offset| points.contains(&offset))
-    };
-    // (addresses explained, page-aligned, start, section)
-    let mut best: Vec<(usize, bool, u64, &str)> = sections
+    let candidates: Vec<SectionStarts> = sections
         .iter()
-        .filter_map(|(&section, points)| {
-            anchors
+        .map(|(&section, points)| {
+            let starts: BTreeSet<u64> = anchors
                 .iter()
                 .flat_map(|&anchor| points.iter().filter_map(move |&p| anchor.checked_sub(p)))
-                .map(|start| {
-                    let hits = addresses
+                .collect();
+            let mut best: Vec<Start> = starts
+                .into_iter()
+                .map(|start| Start {
+                    explains: sorted
                         .iter()
-                        .filter(|&&a| on_points(points, start, a))
-                        .count();
-                    (hits, start % PAGE == 0, start, section)
+                        .map(|&a| a.checked_sub(start).is_some_and(|o| points.contains(&o)))
+                        .collect(),
+                    aligned: start % PAGE == 0,
+                    start,
                 })
-                .max()
+                .filter(|start| start.hits() >= 2)
+                .collect();
+            best.sort_unstable_by_key(|s| std::cmp::Reverse((s.hits(), s.aligned, s.start)));
+            best.truncate(CANDIDATES);
+            SectionStarts { section, best }
         })
         .collect();
-    best.sort_unstable_by(|a, b| b.cmp(a));
-    let mut left: Vec<u64> = addresses.to_vec();
+    let mut chosen = vec![None; candidates.len()];
+    let mut best = Combination {
+        chosen: chosen.clone(),
+        score: (0, 0),
+    };
+    combine(0, &candidates, &mut chosen, sorted.len(), &mut best);
+    // Each address goes to the first chosen section that explains it.
     let mut placed = Vec::new();
-    for (_, _, start, section) in best {
-        let points = &sections[section];
-        if left
-            .iter()
-            .filter(|&&a| on_points(points, start, a))
-            .count()
-            < 2
-        {
+    let mut left = Vec::new();
+    for &address in addresses {
+        let Ok(position) = sorted.binary_search(&address) else {
             continue;
+        };
+        let site = candidates
+            .iter()
+            .zip(&best.chosen)
+            .find_map(|(starts, choice)| {
+                let start = &starts.best[(*choice)?];
+                start.explains[position].then(|| (starts.section.to_owned(), address - start.start))
+            });
+        match site {
+            Some(site) => placed.push(site),
+            None => left.push(address),
         }
-        left.retain(|&a| {
-            if !on_points(points, start, a) {
-                return true;
-            }
-            placed.push((section.to_owned(), a - start));
-            false
-        });
     }
     (placed, left)
+}
+
+/// Where a section may have started, for [`place`].
+struct Start {
+    /// Per address (sorted), whether this start puts it on one of the section's points.
+    explains: Vec<bool>,
+    aligned: bool,
+    start: u64,
+}
+
+impl Start {
+    fn hits(&self) -> usize {
+        self.explains.iter().filter(|&&e| e).count()
+    }
+}
+
+/// A section's best starts.
+struct SectionStarts<'a> {
+    section: &'a str,
+    best: Vec<Start>,
+}
+
+/// One start (an index into its section's best) or none per section, and its score: the
+/// addresses explained, then the page-aligned starts.
+struct Combination {
+    chosen: Vec<Option<usize>>,
+    score: (usize, usize),
+}
+
+/// Tries every combination of the sections from `level` on, keeping the best in `best`.
+fn combine(
+    level: usize,
+    candidates: &[SectionStarts],
+    chosen: &mut Vec<Option<usize>>,
+    width: usize,
+    best: &mut Combination,
+) {
+    let Some(section) = candidates.get(level) else {
+        let mut covered = vec![false; width];
+        let mut aligned = 0;
+        for (starts, choice) in candidates.iter().zip(chosen.iter()) {
+            if let Some(start) = choice.map(|index| &starts.best[index]) {
+                covered
+                    .iter_mut()
+                    .zip(&start.explains)
+                    .for_each(|(c, e)| *c |= e);
+                aligned += usize::from(start.aligned);
+            }
+        }
+        let score = (covered.iter().filter(|&&c| c).count(), aligned);
+        if score > best.score {
+            *best = Combination {
+                chosen: chosen.clone(),
+                score,
+            };
+        }
+        return;
+    };
+    for choice in std::iter::once(None).chain((0..section.best.len()).map(Some)) {
+        chosen[level] = choice;
+        combine(level + 1, candidates, chosen, width, best);
+    }
+    chosen[level] = None;
 }
 
 /// The points one campaign reached: counted ones, and how many matched no point at all.
@@ -486,6 +559,32 @@ mod tests {
             .chain([0x10, 0x20, 0x30, 0x40, 0x50].map(|o| (".text", o)))
             .map(|(section, offset)| (section.to_owned(), offset))
             .collect();
+        assert_eq!(placed, expected);
+        assert!(left.is_empty(), "{left:x?}");
+    }
+
+    #[test]
+    fn a_load_that_reached_two_points_of_each_section_is_placed_whole() {
+        // A refused parameter: two points of `init` in .text, two of the init wrapper in
+        // .init.text. A .text start at 0x1fb000 would put the .init.text addresses on the
+        // .text points 0x500c and 0x506c, explaining as many as the true one; placed apart,
+        // .text took them and the true .text addresses were left over.
+        let sites = counted_sites(&[
+            (".text", &[0x10, 0x20, 0x500c, 0x506c]),
+            (".init.text", &[0xc, 0x6c]),
+        ]);
+        let addresses = [0x10_0010, 0x20_000c, 0x10_0020, 0x20_006c];
+        let (mut placed, left) = place(&addresses, &sites);
+        placed.sort();
+        let expected: Vec<Site> = [
+            (".init.text", 0xc),
+            (".init.text", 0x6c),
+            (".text", 0x10),
+            (".text", 0x20),
+        ]
+        .into_iter()
+        .map(|(section, offset)| (section.to_owned(), offset))
+        .collect();
         assert_eq!(placed, expected);
         assert!(left.is_empty(), "{left:x?}");
     }
