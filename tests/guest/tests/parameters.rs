@@ -18,6 +18,20 @@ const UTILIZATION: u8 = 90;
 /// The CloudWatch id of the successes' metric (`NERR_OK`).
 const SUCCESSES: u8 = 200;
 
+/// The successes posted on `posts` since it was last read.
+fn successes_posted(posts: &mut fs::File) -> u64 {
+    read_available_posts(posts)
+        .iter()
+        .filter(|post| post.cw_id == SUCCESSES)
+        .map(|post| -> u64 {
+            std::str::from_utf8(post.value_bytes())
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .sum()
+}
+
 /// A value of the module's parameter as userspace sees it.
 fn parameter(name: &str) -> String {
     fs::read_to_string(format!("/sys/module/neuron_ds/parameters/{name}"))
@@ -446,18 +460,6 @@ fn a_sixteen_core_device_totals_the_counters_of_every_band_of_the_layout() {
         .filter(|(_, c, _)| c.name == "success")
         .map(|(_, _, value)| value)
         .sum();
-    let successes_posted = |posts: &mut fs::File| -> u64 {
-        read_available_posts(posts)
-            .iter()
-            .filter(|post| post.cw_id == SUCCESSES)
-            .map(|post| -> u64 {
-                std::str::from_utf8(post.value_bytes())
-                    .unwrap()
-                    .parse()
-                    .unwrap()
-            })
-            .sum()
-    };
     let mut posts = open_posts(DEVICE).unwrap();
     let producer = Producer::start(DEVICE, &spec).unwrap();
     for &(core, c, value) in &writes {
@@ -512,18 +514,6 @@ fn an_eleven_core_device_counts_its_last_core_live_released_and_reaped() {
     assert_eq!(sysfs_core_count(0), 11);
     let success = |core: usize, file: &str| sysfs_counter(core, "status", "success", file);
     let mut posts = open_posts(DEVICE).unwrap();
-    let successes_posted = |posts: &mut fs::File| -> u64 {
-        read_available_posts(posts)
-            .iter()
-            .filter(|post| post.cw_id == SUCCESSES)
-            .map(|post| -> u64 {
-                std::str::from_utf8(post.value_bytes())
-                    .unwrap()
-                    .parse()
-                    .unwrap()
-            })
-            .sum()
-    };
     // Live, then released: core 10's successes and core 0's, posted once.
     let producer = Producer::start(DEVICE, &[(10, 1, 30), (0, 1, 4)]).unwrap();
     assert_eq!(success(10, "total"), 30);
