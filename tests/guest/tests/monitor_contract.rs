@@ -14,7 +14,8 @@ use serde_json::Value;
 
 /// The demo's load: three producers per device at 300 executions/s, the last one killed
 /// halfway. Long enough that the three readers below, started one after another, all see it
-/// live on the debug kernel too (KASAN makes each tool's start take seconds there).
+/// live on the debug kernel too (KASAN makes each tool's start take seconds there; with other
+/// jobs on the host's cores the three took 14 s, and the last saw no process of a 10 s load).
 fn start_load() -> Child {
     let _ = std::fs::remove_dir_all("/tmp/contract-reports");
     Command::new(helper_path("nds-loadgen"))
@@ -23,7 +24,7 @@ fn start_load() -> Child {
             "--procs-per-device",
             "3",
             "--duration",
-            "10s",
+            "20s",
             "--rate",
             "300",
             "--crash",
