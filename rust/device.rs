@@ -62,6 +62,7 @@ use crate::{
         core_index::CoreIndex,
         metrics::MetricsState,
         notify::NotifyPolicy,
+        reader_mappings::ReaderMappings,
         slab_values::{
             LiveSlab,
             Slab,
@@ -124,6 +125,8 @@ pub(crate) struct DeviceConfig {
     pub(crate) time_unit_ps: u32,
     /// Refuse readers' writable `mmap` requests instead of making such mappings read-only.
     pub(crate) strict_reader_mappings: bool,
+    /// Let only `perfmon_capable()` callers attach to another process's slab.
+    pub(crate) attach_requires_perfmon: bool,
     /// Answer `METRICS_CTRL` with an unknown mode with 0 (the original's) instead of `EINVAL`.
     pub(crate) accept_unknown_metrics_modes: bool,
 }
@@ -144,7 +147,8 @@ struct Inner {
 /// # Invariants
 ///
 /// Each slab's generation word equals its slot's generation whenever `inner` is unlocked,
-/// except while the slot is being zeroed; `zeros` is never written.
+/// except while the slot is being zeroed, and while it is being released until its owner's
+/// mappings are gone (it then still holds the ended tenure's); `zeros` is never written.
 #[pin_data]
 pub(crate) struct DeviceState {
     config: DeviceConfig,
@@ -153,14 +157,16 @@ pub(crate) struct DeviceState {
     zeros: Pin<KBox<SharedPages<1>>>,
     /// The address space of every file of the device, where every mapping of a slab is found.
     mapping: SharedMapping,
+    /// The VMAs of each slot's reader window, and their bound.
+    reader_mappings: ReaderMappings,
     /// Where a release copies the slab's counters; held across the copy and its aggregation.
     #[pin]
     snapshot: Mutex<SlabSnapshot>,
     #[pin]
     inner: Mutex<Inner>,
-    /// Signalled whenever a slot finishes zeroing.
+    /// Signalled whenever a slot finishes its release or its zeroing.
     #[pin]
-    slot_zeroed: CondVar,
+    slot_freed: CondVar,
     #[pin]
     scrub_work: DelayedWork<DeviceState, SCRUB_WORK>,
     /// Signalled whenever metrics are posted: readers waiting for a post, and pollers.
@@ -211,10 +217,11 @@ impl DeviceState {
                 config,
                 slabs <- PerSlot::try_init(|_| Slab::new_zeroed()),
                 zeros: SharedPages::new_zeroed()?,
-                mapping: SharedMapping::new(c"neuron_ds")?,
+                mapping: SharedMapping::new()?,
+                reader_mappings: ReaderMappings::new(),
                 snapshot <- new_mutex!(snapshot),
                 inner <- new_mutex!(inner),
-                slot_zeroed <- new_condvar!(),
+                slot_freed <- new_condvar!(),
                 scrub_work <- new_delayed_work!("neuron_ds::scrub"),
                 posted <- new_poll_condvar!("neuron_ds::posted"),
                 notifiers <- new_mutex!(KVec::new()),
@@ -356,6 +363,7 @@ mod tests {
             core_count,
             time_unit_ps: 1,
             strict_reader_mappings: false,
+            attach_requires_perfmon: false,
             accept_unknown_metrics_modes: false,
         })
     }

@@ -46,7 +46,11 @@ use kernel::{
         Kiocb, //
     },
     iov::IovIterDest,
-    mm::virt::VmaNew,
+    mm::virt::{
+        flags,
+        VmaNew,
+        VmaRef, //
+    },
     new_mutex,
     prelude::*,
     sync::{
@@ -252,20 +256,27 @@ impl MiscFile for OpenFile {
         area.try_clear_mayexec().map_err(|_| EPERM)?;
         match window.access {
             Access::Owner if !grant.owner => return Err(EINVAL),
-            Access::Owner => {}
+            // A private copy of the owner's window would be copy-on-write, which special
+            // entries cannot be: a private owner mapping is read-only for good, and refused
+            // if asked to be writable.
+            Access::Owner if area.flags() & flags::SHARED != 0 => {}
+            Access::Owner if area.writable() => return Err(EINVAL),
+            Access::Owner => area.try_clear_maywrite()?,
             Access::Read if !area.writable() => area.try_clear_maywrite()?,
             Access::Read if this.device.config().strict_reader_mappings => return Err(EPERM),
             Access::Read => vma::make_read_only(area),
         }
-        // VM_IO keeps the mapping out of fork for good (VM_DONTCOPY alone can be undone with
-        // madvise) and out of get_user_pages, so no page reference outlives the mapping's view.
-        area.set_io();
+        // The registration makes the mapping VM_PFNMAP | VM_IO: out of get_user_pages, and out
+        // of fork for good (VM_DONTCOPY alone can be undone with madvise).
         area.set_dontcopy();
         area.set_dontexpand();
         area.set_dontdump();
         let view = this
             .device
             .authorize_mapping(window.slot, window.access, grant.view)?;
+        // Last, so that a mapping counted is one made (a reader's authorization changes
+        // nothing to undo).
+        this.device.count_mapping(window.slot, window.access)?;
         if view != grant.view {
             // The owner's new image started a new view: this grant follows it.
             if let Some(current) = this.grants.lock()[window.slot].as_mut() {
@@ -275,7 +286,23 @@ impl MiscFile for OpenFile {
         Ok(view)
     }
 
-    fn fault(this: Pin<&Self>, fault: &Fault<'_>) -> FaultOutcome {
-        this.device.fault(fault)
+    fn may_split(this: Pin<&Self>, vma: &VmaRef, _address: usize) -> Result {
+        vma::offset(vma).map_or(Ok(()), |offset| this.device.may_split_mapping(offset))
+    }
+
+    fn vma_opened(this: Pin<&Self>, vma: &VmaRef) {
+        if let Some(offset) = vma::offset(vma) {
+            this.device.mapping_copied(offset);
+        }
+    }
+
+    fn vma_closed(this: Pin<&Self>, vma: &VmaRef) {
+        if let Some(offset) = vma::offset(vma) {
+            this.device.mapping_gone(offset);
+        }
+    }
+
+    fn fault<'a>(this: Pin<&'a Self>, fault: &Fault<'a>) -> FaultOutcome {
+        this.get_ref().device.fault(fault)
     }
 }

@@ -59,6 +59,7 @@ use kernel::prelude::*;
     unreachable_pub,
     reason = "shared with userspace, which uses every item; unused ones are not compiled in"
 )]
+#[deny(unsafe_code)]
 mod abi;
 #[deny(unsafe_code)]
 mod device;
@@ -108,6 +109,12 @@ module_param!(
     STRICT_READER_MAPPINGS: bool = false,
     "strict_reader_mappings",
     "Refuse a reader's PROT_WRITE mmap with EPERM (default: map it read-only)",
+    0
+);
+module_param!(
+    ATTACH_REQUIRES_PERFMON: bool = false,
+    "attach_requires_perfmon",
+    "Let only CAP_PERFMON (or CAP_SYS_ADMIN) attach to another process's slab, whatever uid: for hosts whose security module restricts reading processes, which this module cannot consult (default: the kernel's ptrace read rule, or CAP_PERFMON)",
     0
 );
 module_param!(
@@ -202,6 +209,7 @@ impl kernel::Module for NeuronDsModule {
                 core_count: usize::from(core_count),
                 time_unit_ps,
                 strict_reader_mappings: STRICT_READER_MAPPINGS.get(),
+                attach_requires_perfmon: ATTACH_REQUIRES_PERFMON.get(),
                 accept_unknown_metrics_modes: METRICS_CTRL_ACCEPT_UNKNOWN.get(),
             };
             let device = neuron_device::NeuronDevice::new(

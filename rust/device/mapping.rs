@@ -142,6 +142,51 @@ impl DeviceState {
         Ok(renewed)
     }
 
+    /// Counts a new VMA made by `mmap` of slot `slot`'s `access` window: `ENOMEM` if it is a
+    /// reader's and the slot has
+    /// [`READER_MAPPINGS_PER_SLOT`](crate::state::reader_mappings::READER_MAPPINGS_PER_SLOT) already (the owner's mappings
+    /// are its own cost, removed at its own release).
+    pub(crate) fn count_mapping(&self, slot: SlotIndex, access: Access) -> Result {
+        match access {
+            Access::Read => self.reader_mappings.try_add(slot),
+            Access::Owner => Ok(()),
+        }
+    }
+
+    /// Whether a VMA of the window that file offset `offset` is in may be split: `ENOMEM` for a
+    /// reader's window at the bound.
+    pub(crate) fn may_split_mapping(&self, offset: u64) -> Result {
+        match self.reader_window_slot(offset) {
+            Some(slot) => self.reader_mappings.may_split(slot),
+            None => Ok(()),
+        }
+    }
+
+    /// A VMA the core copied from one of the window that file offset `offset` is in (a split,
+    /// an `mremap` copy) now exists.
+    pub(crate) fn mapping_copied(&self, offset: u64) {
+        if let Some(slot) = self.reader_window_slot(offset) {
+            self.reader_mappings.add_copy(slot);
+        }
+    }
+
+    /// A VMA of the window that file offset `offset` is in is gone.
+    pub(crate) fn mapping_gone(&self, offset: u64) {
+        if let Some(slot) = self.reader_window_slot(offset) {
+            self.reader_mappings.remove(slot);
+        }
+    }
+
+    /// The slot whose reader window of this device file offset `offset` is in.
+    fn reader_window_slot(&self, offset: u64) -> Option<SlotIndex> {
+        match Window::containing(offset)? {
+            (window, _) if window.device == self.config.index && window.access == Access::Read => {
+                Some(window.slot)
+            }
+            _ => None,
+        }
+    }
+
     /// Removes the pages of every mapping of slot `slot`'s `access` window, in every process;
     /// their next accesses fault into [`DeviceState::fault`].
     pub(super) fn unmap_window(&self, slot: SlotIndex, access: Access) {
@@ -158,7 +203,7 @@ impl DeviceState {
     /// and inserted under the device lock, which a release holds to move the view on: no page
     /// of the slab is inserted for an ended view, and the ones inserted before are removed by
     /// the release (the owner's) and by the zeroing (the readers').
-    pub(crate) fn fault(&self, fault: &Fault<'_>) -> FaultOutcome {
+    pub(crate) fn fault<'a>(&'a self, fault: &Fault<'a>) -> FaultOutcome {
         let Some((window, page)) = Window::containing(fault.offset()) else {
             return Fault::sigbus();
         };

@@ -77,7 +77,8 @@ impl DeviceState {
     }
 
     /// The slab of the caller's thread group, taking one if it has none: the first never-used
-    /// slot, otherwise the one released longest ago; `ENOMEM` if all 16 are owned.
+    /// slot, otherwise the one released longest ago; `ENOMEM` if all 16 are owned (one that is
+    /// being released is waited for, interruptibly).
     pub(crate) fn acquire_own(self: &Arc<Self>) -> Result<Acquired> {
         // The metrics worker now sums this owner's slab too.
         self.worker_coverage.record_current();
@@ -116,7 +117,7 @@ impl DeviceState {
                 }
                 Taken::Wait(back) => {
                     owner = back;
-                    if self.slot_zeroed.wait_interruptible(&mut inner) {
+                    if self.slot_freed.wait_interruptible(&mut inner) {
                         return Err(ERESTARTSYS);
                     }
                 }
@@ -129,7 +130,8 @@ impl DeviceState {
     /// owner's grant if it is the caller's own, otherwise a reader's. `ENOENT` if the process
     /// owns no slab here; `EPERM` if the caller may not read it: the kernel's rule for reading
     /// another process, evaluated now against the owner's current credentials
-    /// ([`ThreadGroup::may_be_read_by_current`]), or `perfmon_capable()`.
+    /// ([`ThreadGroup::may_be_read_by_current`]), or `perfmon_capable()`; only the latter with
+    /// [`DeviceConfig::attach_requires_perfmon`](super::DeviceConfig).
     ///
     /// The check is made under the device lock with the view it grants, so the grant is only
     /// good for the tenure and the view it was checked against.
@@ -142,7 +144,8 @@ impl DeviceState {
             .find_owner(|owner| owner.group.nr_in(namespace) == pid)
             .ok_or(ENOENT)?;
         let own = owner.group.is_current();
-        if !own && !owner.group.may_be_read_by_current() && !perfmon_capable() {
+        let by_rule = !self.config.attach_requires_perfmon && owner.group.may_be_read_by_current();
+        if !own && !by_rule && !perfmon_capable() {
             return Err(EPERM);
         }
         Ok(Acquired {

@@ -5,11 +5,11 @@
 //! Every release (RELEASE, the group's last file going away, or a dead owner being reaped) runs
 //! [`DeviceState::release_slot`]:
 //!
-//! 1. Under the lock, the slot leaves its owner, and its generation and view move on; the new
-//!    generation is written into the slab first, so a reader that later sees any other change of
-//!    the slab also sees the generation move. No mapping shows the slab from now on.
+//! 1. Under the lock, the slot leaves its owner, and its generation and view move on. No mapping
+//!    is given a page of the slab from now on.
 //! 2. Without the lock, the pages of the owner's mappings of the slab are removed: the owner
-//!    can write it no more.
+//!    can write it no more. Only then is the new generation written into the slab, so a reader
+//!    that sees it sees no write of the ended tenure after it.
 //! 3. One snapshot of the slab (final: nobody can write it any more) is taken without the lock,
 //!    so sysfs readers never wait for it; then, under the lock, it feeds both the sysfs totals
 //!    and the metrics, and the slot becomes free to zero. Until then sysfs counts the slab as
@@ -85,11 +85,13 @@ impl DeviceState {
             let Some(releasing) = inner.pool.begin_release(matches) else {
                 return;
             };
-            self.publish_generation(releasing.slot(), releasing.generation());
             releasing
         };
         let slot = releasing.slot();
         self.unmap_window(slot, Access::Owner);
+        // Only now, with no way left for the owner to write the slab: a reader that sees the new
+        // generation sees nothing written after it.
+        self.publish_generation(slot, releasing.generation());
         let due = {
             let mut snapshot = self.snapshot.lock();
             snapshot.take(&LiveSlab::of(self.slab(slot)));
@@ -99,6 +101,8 @@ impl DeviceState {
             inner
                 .pool
                 .finish_release(releasing, CLEAR_TICK.fetch_add(1, Relaxed));
+            // An ACQUIRE that found every other slot owned waits for this one.
+            self.slot_freed.notify_all();
             Self::counters_changed(&mut inner, self.now_ms())
         };
         self.schedule_notify(due);
@@ -126,7 +130,7 @@ impl DeviceState {
         slab.store(GENERATION_WORD, generation);
         let mut inner = self.inner.lock();
         inner.pool.finish_scrub(scrubbing);
-        self.slot_zeroed.notify_all();
+        self.slot_freed.notify_all();
     }
 
     /// Zeroes the dirty slot released longest ago; `false` if there is none.

@@ -13,7 +13,8 @@
 //!   [`SharedMapping::unmap_pages`] reaches every mapping of a range in every process (DRM sets
 //!   `f_mapping` at open for the same reason).
 //! * A mapping gets no pages at `mmap`: [`MiscFile::mmap`] checks the request and returns a tag
-//!   kept with the VMA, and each page is inserted by [`MiscFile::fault`] when first touched.
+//!   kept with the VMA, and each page is inserted by [`MiscFile::fault`] when first touched, as
+//!   a `VM_PFNMAP` special entry that `get_user_pages` cannot take a reference through.
 //! * No file is opened before [`MiscRegistration::start_serving`]: a module can register the
 //!   node and still fail its `init`, after which the kernel frees the module's code whatever
 //!   files are open.
@@ -23,6 +24,7 @@
 use crate::shim::{
     shared_mapping::SharedMapping,
     vma::{
+        self,
         Fault,
         FaultOutcome, //
     },
@@ -36,13 +38,18 @@ use kernel::{
         Kiocb, //
     },
     iov::IovIterDest,
-    mm::virt::VmaNew,
+    mm::virt::{
+        VmaNew,
+        VmaRef, //
+    },
     prelude::*,
     str::CString,
     sync::{
         atomic::{
+            atomic_load,
             ordering::{
                 Acquire,
+                Relaxed,
                 Release, //
             },
             AtomicFlag,
@@ -82,11 +89,27 @@ pub(crate) trait MiscFile: Sized + Send + Sync {
 
     /// Checks and sets up a new mapping (its flags; no page is inserted here). Returns the tag
     /// that [`Fault::tag`] gives back for every fault of the mapping, which the registration
-    /// then makes `VM_MIXEDMAP`, so that its faults can insert pages.
+    /// then makes `VM_PFNMAP` ([`vma::set_pfnmap`], which refuses a copy-on-write mapping), so
+    /// that its faults insert special entries.
     fn mmap(this: Pin<&Self>, vma: &VmaNew) -> Result<u64>;
 
-    /// Answers a page fault of a mapping made by [`MiscFile::mmap`].
-    fn fault(this: Pin<&Self>, fault: &Fault<'_>) -> FaultOutcome;
+    /// Whether a VMA of a mapping made by [`MiscFile::mmap`] may be split in two (the part
+    /// from `address` on becoming a VMA of its own); an error refuses the split
+    /// (`munmap`, `mprotect` or `mremap` of part of the mapping) with it.
+    fn may_split(this: Pin<&Self>, vma: &VmaRef, address: usize) -> Result;
+
+    /// `vma` is a new VMA copied from one of the file's: a part split off, or the copy an
+    /// `mremap` moves the mapping to (whose old VMA is then closed).
+    fn vma_opened(this: Pin<&Self>, vma: &VmaRef);
+
+    /// A VMA of the file's mappings is going away (unmapped, or its process's address space
+    /// torn down), or a mapping `mmap` accepted is refused afterwards.
+    fn vma_closed(this: Pin<&Self>, vma: &VmaRef);
+
+    /// Answers a page fault of a mapping made by [`MiscFile::mmap`]. The pages it inserts are
+    /// borrowed from `this` for the fault: the file's data, which lives until every mapping of
+    /// the file is gone.
+    fn fault<'a>(this: Pin<&'a Self>, fault: &Fault<'a>) -> FaultOutcome;
 }
 
 /// The events `poll` reports.
@@ -108,12 +131,12 @@ const IOCB_NOWAIT: c_int = 0x8;
 pub(crate) fn is_nonblocking<T: ForeignOwnable>(kiocb: &Kiocb<'_, T>) -> bool {
     let raw = kiocb.as_raw();
     // SAFETY: the kiocb and its file are valid for the read it describes; `ki_flags` is set
-    // when it is made, and `f_flags` is read once (`fcntl` may change it at any time, and the
-    // read sees one of the values).
+    // when it is made. `f_flags` is read once, as `READ_ONCE` would (an aligned word, which
+    // `fcntl(F_SETFL)` may store at any time; the read sees one of the values).
     let (flags, file_flags) = unsafe {
         (
             (*raw).ki_flags,
-            core::ptr::read_volatile(&raw const (*(*raw).ki_filp).f_flags),
+            atomic_load(&raw mut (*(*raw).ki_filp).f_flags, Relaxed),
         )
     };
     flags & IOCB_NOWAIT != 0 || file_flags & bindings::O_NONBLOCK != 0
@@ -121,9 +144,10 @@ pub(crate) fn is_nonblocking<T: ForeignOwnable>(kiocb: &Kiocb<'_, T>) -> bool {
 
 /// The file position of `file`, where its next `read` starts.
 pub(crate) fn file_position(file: &File) -> i64 {
-    // SAFETY: `file` is valid for the borrow; the position is a 64-bit word that `read` and
-    // `lseek` update, read once here (a racing update gives one of its values).
-    unsafe { core::ptr::read_volatile(&raw const (*file.as_ptr()).f_pos) }
+    // SAFETY: `file` is valid for the borrow; the position is an aligned 64-bit word that
+    // `read` and `lseek` update, read once here as `READ_ONCE` would (a racing update gives
+    // one of its values).
+    unsafe { atomic_load(&raw mut (*file.as_ptr()).f_pos, Relaxed) }
 }
 
 /// A registered misc device `/dev/<name>` with its data.
@@ -222,6 +246,9 @@ impl<T: MiscFile> FileOps<T> {
     };
 
     const VM_OPERATIONS: bindings::vm_operations_struct = bindings::vm_operations_struct {
+        open: Some(Self::vma_open),
+        close: Some(Self::vma_close),
+        may_split: Some(Self::may_split),
         fault: Some(Self::fault),
         ..pin_init::zeroed()
     };
@@ -343,23 +370,74 @@ impl<T: MiscFile> FileOps<T> {
         let this = unsafe { Self::borrow(file) };
         // SAFETY: the VMA is being set up and the mmap write lock is held for the call.
         let area = unsafe { VmaNew::from_raw(vma) };
-        match T::mmap(this, area) {
-            Ok(tag) => {
-                // What `Fault::from_raw` requires of every VMA with these operations; nothing
-                // clears the flag afterwards, and splitting or moving the VMA keeps it.
-                area.set_mixedmap();
-                // SAFETY: the VMA is being set up under the mmap write lock, so nothing else
-                // reads its operations or private data. The core calls a file's `mmap` on a
-                // new VMA and these operations are the only ones it gets; they keep no
-                // reference in `vm_private_data` (a plain tag), so splitting or moving the VMA
-                // copies it as is.
-                unsafe {
-                    (*vma).vm_private_data =
-                        core::ptr::without_provenance_mut(usize::try_from(tag).unwrap_or(0));
-                    (*vma).vm_ops = &Self::VM_OPERATIONS;
-                }
-                0
-            }
+        let tag = match T::mmap(this, area) {
+            Ok(tag) => tag,
+            Err(err) => return err.to_errno(),
+        };
+        if let Err(err) = vma::set_pfnmap(area) {
+            // Refused after `T` accepted it: the core calls no `close` for a mapping whose
+            // `mmap` failed, so `T` forgets it here.
+            T::vma_closed(this, area);
+            return err.to_errno();
+        }
+        // SAFETY: the VMA is being set up under the mmap write lock, so nothing else reads its
+        // operations or private data. The core calls a file's `mmap` on a new VMA and these
+        // operations are the only ones it gets, on a VMA that `set_pfnmap` just set up, as
+        // `Fault::from_raw` requires of every VMA with them; they keep no reference in
+        // `vm_private_data` (a plain tag), so splitting or moving the VMA copies it as is.
+        unsafe {
+            (*vma).vm_private_data =
+                core::ptr::without_provenance_mut(usize::try_from(tag).unwrap_or(0));
+            (*vma).vm_ops = &Self::VM_OPERATIONS;
+        }
+        0
+    }
+
+    /// The file's data, and the VMA, of a VMA with these operations.
+    ///
+    /// # Safety
+    ///
+    /// `vma` has these operations and is valid, with the mmap lock held (or the VMA's own
+    /// lock), for `'a`.
+    unsafe fn of_vma<'a>(vma: *mut bindings::vm_area_struct) -> (Pin<&'a T>, &'a VmaRef) {
+        // SAFETY: only `mmap` of a file of these operations installs them, and a VMA holds a
+        // reference to its file until after its `close`, so the file is open (its `release`
+        // has not run) while the VMA exists.
+        let this = unsafe { Self::borrow((*vma).vm_file) };
+        // SAFETY: valid and locked for `'a` (the function's contract).
+        (this, unsafe { VmaRef::from_raw(vma) })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core, with the mmap write lock held, for a new VMA copied from one with
+    /// these operations (a split, or an `mremap` move).
+    unsafe extern "C" fn vma_open(vma: *mut bindings::vm_area_struct) {
+        // SAFETY: the copy has the operations of the VMA it was copied from (these), and the
+        // mmap lock is held for the call.
+        let (this, vma) = unsafe { Self::of_vma(vma) };
+        T::vma_opened(this, vma);
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core, with the mmap write lock held, for a VMA with these operations that
+    /// is going away.
+    unsafe extern "C" fn vma_close(vma: *mut bindings::vm_area_struct) {
+        // SAFETY: as this function's contract says; the VMA still holds its file.
+        let (this, vma) = unsafe { Self::of_vma(vma) };
+        T::vma_closed(this, vma);
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core, with the mmap write lock held, before a VMA with these operations
+    /// is split at `address`.
+    unsafe extern "C" fn may_split(vma: *mut bindings::vm_area_struct, address: c_ulong) -> c_int {
+        // SAFETY: as this function's contract says.
+        let (this, vma) = unsafe { Self::of_vma(vma) };
+        match T::may_split(this, vma, address) {
+            Ok(()) => 0,
             Err(err) => err.to_errno(),
         }
     }
@@ -369,13 +447,16 @@ impl<T: MiscFile> FileOps<T> {
     /// Called by the core for a page fault of a VMA with these operations, with the VMA's read
     /// lock (or the mmap read lock) held.
     unsafe extern "C" fn fault(vmf: *mut bindings::vm_fault) -> bindings::vm_fault_t {
-        // SAFETY: `vmf` is valid and the VMA read-locked for the call; `mmap` made the VMA
-        // `VM_MIXEDMAP` when it installed these operations.
-        let fault = unsafe { Fault::from_raw(vmf) };
         // SAFETY: only `mmap` of a file of these operations installs them, and a VMA holds a
         // reference to its file, so the file is open (its `release` has not run) while the VMA
         // exists.
         let this = unsafe { Self::borrow((*(*vmf).__bindgen_anon_1.vma).vm_file) };
+        // SAFETY: `vmf` is valid and the VMA read-locked for the call; `mmap` set the VMA up
+        // with `set_pfnmap` when it installed these operations. The pages the handler inserts
+        // are borrowed from `this` for the fault (`MiscFile::fault`'s signature), so they are
+        // the file's data or kept alive by it, and the file is released only after its last
+        // mapping is gone.
+        let fault = unsafe { Fault::from_raw(vmf) };
         T::fault(this, &fault).into_raw()
     }
 }

@@ -60,10 +60,8 @@ impl<const PAGES: usize> WordOffset<PAGES> {
 /// `PAGES` order-0 pages shared with user mappings.
 ///
 /// The kernel accesses a word with one atomic 8-byte load or store, which a concurrent user
-/// store cannot tear. Zeroing a whole page uses the non-atomic page-zeroing primitive instead; it
-/// holds `kernel_access`, as every kernel word access does, so no kernel access races with it
-/// (whoever zeroes must also make sure no process still writes the page, or the zeroes are not
-/// final).
+/// store cannot tear, zeroing included. Every kernel access holds `kernel_access`, so that a
+/// reading of many words ([`Words`]) is not interleaved with a zeroing.
 ///
 /// # Invariants
 ///
@@ -121,13 +119,21 @@ impl<const PAGES: usize> SharedPages<PAGES> {
         self.words().store(offset, value)
     }
 
-    /// Zeroes every page, one page at a time, with the page-zeroing primitive.
+    /// Zeroes every page, one page at a time, with one atomic store per word: a process that
+    /// still writes a page through its mapping races with nothing (whoever zeroes makes sure no
+    /// process still can, or the zeroes are not final, but that is the caller's correctness,
+    /// not a condition of safety).
     pub(crate) fn zero_all(&self) {
         for page in self.pages.iter() {
             let _access = self.kernel_access.lock();
-            // SAFETY: every other kernel access to the page holds `kernel_access`, so none races
-            // with this write; the whole page is in bounds.
-            let _ = unsafe { page.fill_zero_raw(0, PAGE_SIZE) };
+            Words::<PAGES>::with_page(page, |base| {
+                for word in 0..PAGE_SIZE / WORD {
+                    // SAFETY: `base` maps the whole page (`with_page`), which is 8-byte aligned,
+                    // so each word is in bounds and aligned; every kernel access of the page is
+                    // an atomic word access.
+                    unsafe { atomic_store(base.wrapping_add(word), 0u64, Relaxed) }
+                }
+            });
         }
     }
 }
@@ -139,19 +145,24 @@ pub(crate) struct Words<'a, const PAGES: usize> {
 }
 
 impl<const PAGES: usize> Words<'_, PAGES> {
+    /// Runs `f` with a pointer to the first word of `page`, while it is mapped in the kernel.
+    fn with_page<R>(page: &Page, f: impl FnOnce(*mut u64) -> R) -> R {
+        // SAFETY: `page` is a valid order-0 page for the borrow.
+        let base = unsafe { bindings::kmap_local_page(page.as_ptr()) };
+        let result = f(base.cast::<u64>());
+        // SAFETY: `base` came from `kmap_local_page` above and is unmapped exactly once, in the
+        // reverse order of mapping (`f` cannot leave a local mapping of its own behind, as
+        // `kmap_local_page` mappings are scoped to the functions that make them).
+        unsafe { bindings::kunmap_local(base) };
+        result
+    }
+
     /// Runs `f` with a pointer to the word at `offset`, while its page is mapped in the kernel.
     fn with_word<R>(&self, offset: WordOffset<PAGES>, f: impl FnOnce(*mut u64) -> R) -> R {
         let (page, in_page) = offset.place();
-        let page = &self.pages[page];
-        // SAFETY: by the type invariant of `SharedPages`, `page` is a valid order-0 page that
-        // outlives `self`.
-        let base = unsafe { bindings::kmap_local_page(page.as_ptr()) };
-        let word = base.cast::<u8>().wrapping_add(in_page).cast::<u64>();
-        let result = f(word);
-        // SAFETY: `base` came from `kmap_local_page` above and is unmapped exactly once, in the
-        // reverse order of mapping (no other local mapping was made in between).
-        unsafe { bindings::kunmap_local(base) };
-        result
+        Self::with_page(&self.pages[page], |base| {
+            f(base.cast::<u8>().wrapping_add(in_page).cast::<u64>())
+        })
     }
 
     /// The word at `offset`, read with one atomic load.
@@ -159,7 +170,7 @@ impl<const PAGES: usize> Words<'_, PAGES> {
         self.with_word(offset, |word| {
             // SAFETY: `word` points into a page `with_word` mapped, is 8-byte aligned (the page
             // is, and so is `offset`, by its type invariant), and no non-atomic kernel access
-            // runs concurrently (`zero_all` holds `kernel_access`, which `self` holds).
+            // runs concurrently (every kernel access is atomic).
             unsafe { atomic_load(word, Relaxed) }
         })
     }

@@ -104,13 +104,16 @@ impl ThreadGroup {
     }
 
     /// Whether the current task may read this group's state by the kernel's rule for reading
-    /// another process (`ptrace_may_access(task, PTRACE_MODE_READ_FSCREDS)`, which is not
-    /// exported to modules): it is the same group; or its filesystem uid and gid are the
-    /// leader's real, effective and saved ones and the leader is dumpable (a set-id `execve`
-    /// makes it not); or it has `CAP_SYS_PTRACE` in the user namespace of the leader's
-    /// credentials (and, for a non-dumpable leader, of its `execve`). The security module hook
-    /// of `ptrace_may_access` is not exported either, so it is not consulted. `false` for a
-    /// group that is gone.
+    /// another process's environment, `/proc/<pid>/environ`'s
+    /// (`ptrace_may_access(task, PTRACE_MODE_READ_FSCREDS)`, which is not exported to modules):
+    /// it is the same group; or its filesystem uid and gid are the leader's real, effective
+    /// and saved ones and the leader is dumpable (a set-id `execve` makes it not), and the
+    /// leader's permitted capabilities are among the caller's effective ones in the same user
+    /// namespace (the capability module's part); or it has `CAP_SYS_PTRACE` in the user
+    /// namespace of the leader's credentials (and, for a non-dumpable leader, of its `execve`).
+    /// The other security modules' hook (`security_ptrace_access_check`) is not exported, so
+    /// SELinux, AppArmor, Smack and Landlock policies are not consulted. `false` for a group
+    /// that is gone.
     pub(crate) fn may_be_read_by_current(&self) -> bool {
         if self.is_current() {
             return true;
@@ -120,18 +123,36 @@ impl ThreadGroup {
         };
         let task = leader.as_ptr();
         let _rcu = rcu::read_lock();
+        // The credentials are read through raw places, never as `&cred`: the kernel changes
+        // parts of them (their count) under RCU while they are read, which a Rust reference to
+        // them would declare impossible.
         // SAFETY: `current`'s own credentials are only replaced by `current`.
-        let caller = unsafe { &*(*Task::current_raw()).cred };
+        let caller = unsafe { (*Task::current_raw()).cred };
         // SAFETY: `task` is referenced; its objective credentials are RCU-protected, and the
-        // RCU read lock is held until they are no longer used.
-        let target = unsafe { &*core::ptr::read_volatile(&raw const (*task).real_cred) };
-        let same_ids = [target.uid, target.euid, target.suid]
-            .iter()
-            .all(|uid| uid.val == caller.fsuid.val)
-            && [target.gid, target.egid, target.sgid]
-                .iter()
-                .all(|gid| gid.val == caller.fsgid.val);
-        if !same_ids && !has_ptrace_capability(target.user_ns) {
+        // RCU read lock is held until they are no longer used. The pointer is read once, as
+        // `rcu_dereference` does.
+        let target = unsafe { atomic_load(&raw mut (*task).real_cred, Relaxed) };
+        // SAFETY: both point to live credentials (above), whose ids and user namespace are
+        // written only before the credentials are published and never afterwards.
+        let (caller_fs, target_uids, target_gids, target_ns) = unsafe {
+            (
+                ((*caller).fsuid.val, (*caller).fsgid.val),
+                [(*target).uid.val, (*target).euid.val, (*target).suid.val],
+                [(*target).gid.val, (*target).egid.val, (*target).sgid.val],
+                (*target).user_ns,
+            )
+        };
+        // SAFETY: as above.
+        let (caller_effective, caller_ns, target_permitted) = unsafe {
+            (
+                (*caller).cap_effective.val,
+                (*caller).user_ns,
+                (*target).cap_permitted.val,
+            )
+        };
+        let same_ids = target_uids.iter().all(|&uid| uid == caller_fs.0)
+            && target_gids.iter().all(|&gid| gid == caller_fs.1);
+        if !same_ids && !has_ptrace_capability(target_ns) {
             return false;
         }
         // The dumpability is read after the credentials, as `commit_creds()` writes them in the
@@ -139,24 +160,35 @@ impl ThreadGroup {
         crate::shim::barrier::smp_rmb();
         // SAFETY: a task's exec state is RCU-protected and never NULL for a live task; the RCU
         // read lock is held.
-        let exec_state = unsafe { core::ptr::read_volatile(&raw const (*task).exec_state) };
+        let exec_state = unsafe { atomic_load(&raw mut (*task).exec_state, Relaxed) };
         let exec_state = exec_state.cast::<TaskExecState>();
         // SAFETY: `exec_state` is a live `struct task_exec_state`, which `TaskExecState` lays out;
         // `dumpable` is written with `WRITE_ONCE` (by `execve` and `prctl`), `user_ns` only when
         // the state is made.
         let (dumpable, user_ns) = unsafe {
             (
-                core::ptr::read_volatile(&raw const (*exec_state).dumpable),
+                atomic_load(&raw mut (*exec_state).dumpable, Relaxed),
                 (*exec_state).user_ns,
             )
         };
-        dumpable == bindings::task_dumpable_TASK_DUMPABLE_OWNER || has_ptrace_capability(user_ns)
+        if dumpable != bindings::task_dumpable_TASK_DUMPABLE_OWNER
+            && !has_ptrace_capability(user_ns)
+        {
+            return false;
+        }
+        // Last, what the capability security module (`cap_ptrace_access_check`, always the
+        // first of the security hooks) adds: a process with capabilities the caller lacks (its
+        // effective ones, for the filesystem-credential mode) is read only with
+        // `CAP_SYS_PTRACE`.
+        (core::ptr::eq(caller_ns, target_ns) && target_permitted & !caller_effective == 0)
+            || has_ptrace_capability(target_ns)
     }
 }
 
 /// `struct task_exec_state` (`include/linux/sched/exec_state.h`, the same in 7.2 and 7.3):
 /// a task's dumpability and the user namespace of its `execve`, which the kernel crate's
-/// bindings leave opaque (their header is not among theirs).
+/// bindings leave opaque (their header is not among theirs), so nothing checks this layout at
+/// compile time; the KUnit suite `neuron_ds_thread_group` checks it against a live state.
 #[repr(C)]
 struct TaskExecState {
     count: bindings::refcount_t,
@@ -188,5 +220,39 @@ impl Drop for ThreadGroup {
     fn drop(&mut self) {
         // SAFETY: by the type invariant we hold one reference, given back exactly once here.
         unsafe { bindings::put_pid(self.pid.as_ptr()) };
+    }
+}
+
+#[kunit_tests(neuron_ds_thread_group)]
+mod tests {
+    use super::*;
+
+    /// The bindings leave `struct task_exec_state` opaque, so its hand-written layout is
+    /// checked against a live one: the test's own task (a kernel thread) has the initial exec
+    /// state, whose user namespace is its credentials' (the initial one).
+    #[test]
+    fn the_exec_state_layout_reads_the_tasks_own_state() {
+        let task = Task::current_raw();
+        let _rcu = rcu::read_lock();
+        // SAFETY: the current task's exec state is RCU-protected and never NULL, and the RCU
+        // read lock is held; its own credentials are only replaced by itself.
+        let (state, cred_ns) = unsafe {
+            (
+                atomic_load(&raw mut (*task).exec_state, Relaxed).cast::<TaskExecState>(),
+                (*(*task).cred).user_ns,
+            )
+        };
+        // SAFETY: `state` is a live exec state (above); its count and dumpability are only
+        // changed atomically, its user namespace only when it is made.
+        let (count, dumpable, user_ns) = unsafe {
+            (
+                atomic_load(&raw mut (*state).count.refs.counter, Relaxed),
+                atomic_load(&raw mut (*state).dumpable, Relaxed),
+                (*state).user_ns,
+            )
+        };
+        assert!(count >= 1);
+        assert!(dumpable <= bindings::task_dumpable_TASK_DUMPABLE_ROOT);
+        assert!(core::ptr::eq(user_ns, cred_ns));
     }
 }

@@ -11,6 +11,7 @@ pub(crate) mod nc_index;
 pub(crate) mod notify;
 pub(crate) mod post_ring;
 pub(crate) mod post_value;
+pub(crate) mod reader_mappings;
 pub(crate) mod slab_values;
 pub(crate) mod slot_index;
 pub(crate) mod slots;

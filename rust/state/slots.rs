@@ -149,9 +149,10 @@ pub(crate) enum Taken<O> {
     /// The slot to hand out was dirty, and is claimed for the caller to zero before it tries
     /// again with the owner it gets back.
     MustScrub(Scrubbing, O),
-    /// The slot to hand out is being zeroed by someone else: try again once it is free.
+    /// The slot to hand out is being zeroed by someone else, or every slot is owned but one
+    /// that is being released: try again once it is free or dirty.
     Wait(O),
-    /// Every slot is owned or being released.
+    /// Every slot is owned.
     Full,
 }
 
@@ -268,7 +269,17 @@ impl<O> SlotPool<O> {
     /// free; claims it for zeroing if it is dirty.
     pub(crate) fn take(&mut self, owner: O) -> Taken<O> {
         let Some(index) = self.choose() else {
-            return Taken::Full;
+            // A slot being released is dirty within the release's bounded steps: the 16th
+            // owner waits for it rather than being refused while nobody owns it.
+            let releasing = self
+                .slots
+                .iter()
+                .any(|(_, slot)| matches!(slot.state, SlotState::Releasing));
+            return if releasing {
+                Taken::Wait(owner)
+            } else {
+                Taken::Full
+            };
         };
         let slot = &mut self.slots[index];
         match slot.state {
@@ -472,8 +483,10 @@ mod tests {
         assert_eq!(pool.find_owner(|o| *o == 7), None);
         // A second release of the same owner finds nothing to release.
         assert!(pool.begin_release(|_, o| *o == 7).is_none());
-        assert!(matches!(pool.take(17), Taken::Full));
+        // The 17th owner waits for the slot being released, then must zero it.
+        assert!(matches!(pool.take(17), Taken::Wait(17)));
         pool.finish_release(releasing, 1);
+        assert!(matches!(pool.take(17), Taken::MustScrub(_, 17)));
         assert!(!pool.get(slot(6)?).is_live());
         assert_eq!(pool.live().count(), 15);
         Ok(())

@@ -48,6 +48,9 @@ const NULL_IOCTL: u32 = 0x4E00;
 const PAGE_SIZE: usize = 4096;
 /// Rounds per comparison: samples per side.
 const ROUNDS: usize = 11;
+/// Mappings of one reader window a reader asks for to slow the next owner (the module makes
+/// at most 1,024 of them).
+const MANY_MAPPINGS: usize = 10_000;
 /// Wall time of one batch (one sample).
 const BATCH: Duration = Duration::from_millis(40);
 
@@ -176,6 +179,12 @@ impl Mapping {
     }
 
     /// Writes one byte in each of the 64 pages, as a producer starting up would.
+    /// Reads the first page, which the fault-around maps the whole window with.
+    fn touch_once(&self) {
+        // SAFETY: inside the mapping.
+        unsafe { self.0.as_ptr().cast::<u8>().read_volatile() };
+    }
+
     fn touch(&self) {
         for page in 0..NEURON_DATASTORE_SIZE / PAGE_SIZE {
             // SAFETY: inside the writable mapping; nothing else in this process uses it.
@@ -466,24 +475,33 @@ impl Readers {
     }
 
     /// A reader's loop: `m` + offset maps and reads the reader's window of the owner's window at
-    /// that offset, `u` unmaps; each is answered with one byte.
+    /// that offset, `M` + offset asks for [`MANY_MAPPINGS`] mappings of it and touches each
+    /// one it gets, `u` unmaps them all; each is answered with one byte.
     fn serve(device: &Device, input: &mut File, output: &mut File) {
-        let mut mapping: Option<Mapping>;
+        let mut mappings: Vec<Mapping> = Vec::new();
         let mut command = [0u8; 9];
         while input.read_exact(&mut command).is_ok() {
-            match command[0] {
-                b'm' => {
-                    let mut offset = [0u8; 8];
-                    offset.copy_from_slice(&command[1..]);
-                    let reader_window = u64::from_ne_bytes(offset) - NEURON_DATASTORE_SIZE as u64;
-                    mapping = Mapping::read_only(device.0.as_raw_fd(), reader_window).ok();
-                    if let Some(view) = &mapping {
+            let mut offset = [0u8; 8];
+            offset.copy_from_slice(&command[1..]);
+            let reader_window =
+                u64::from_ne_bytes(offset).saturating_sub(NEURON_DATASTORE_SIZE as u64);
+            let asked = match command[0] {
+                b'm' => 1,
+                b'M' => MANY_MAPPINGS,
+                _ => 0,
+            };
+            mappings.clear();
+            for _ in 0..asked {
+                if let Ok(view) = Mapping::read_only(device.0.as_raw_fd(), reader_window) {
+                    if asked == 1 {
                         view.read_every_page();
+                    } else {
+                        view.touch_once();
                     }
+                    mappings.push(view);
                 }
-                _ => mapping = None,
             }
-            if output.write_all(&[u8::from(mapping.is_some())]).is_err() {
+            if output.write_all(&[u8::from(!mappings.is_empty())]).is_err() {
                 return;
             }
         }
@@ -519,6 +537,26 @@ impl Drop for Readers {
             unsafe { libc::waitpid(pid, &mut status, 0) };
         }
     }
+}
+
+/// The next owner's ACQUIRE (timed) of the slot this process just released, the only one free
+/// (`others` own the rest), after `readers` were told `command` (`M`: as many VMAs of its
+/// reader window as they may have) for the released tenure, or with no reader (`None`).
+fn timed_reacquire(device: &Device, readers: Option<&mut Readers>) -> Result<Duration> {
+    let offset = device.acquire()?;
+    let mut readers = readers;
+    if let Some(readers) = readers.as_deref_mut() {
+        readers.tell(b'M', offset)?;
+    }
+    device.release()?;
+    let start = Instant::now();
+    device.acquire()?;
+    let elapsed = start.elapsed();
+    device.release()?;
+    if let Some(readers) = readers {
+        readers.tell(b'u', 0)?;
+    }
+    Ok(elapsed)
 }
 
 /// ACQUIRE, the readers' mappings and their munmaps (not timed), and RELEASE (timed) while
@@ -656,6 +694,19 @@ fn run() -> Result<()> {
         (GuestBench::ReleaseUnderOtherReads, &mut || {
             let _reader = SysfsReadLoop::start(&other_file)?;
             batch(|| timed_release(&device))
+        }),
+    ])?;
+
+    // The next owner's ACQUIRE of the one slot the 15 holders leave free.
+    alternate(&mut [
+        (GuestBench::AcquireAfterReaderMappings, &mut || {
+            let _holders = Holders::spawn(others)?;
+            let mut readers = Readers::spawn(&device, 1)?;
+            batch(|| timed_reacquire(&device, Some(&mut readers)))
+        }),
+        (GuestBench::AcquireAfterNoReader, &mut || {
+            let _holders = Holders::spawn(others)?;
+            batch(|| timed_reacquire(&device, None))
         }),
     ])?;
 

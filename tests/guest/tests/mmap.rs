@@ -1,7 +1,10 @@
 //! mmap of slabs: exact length and granted offsets only, writable for the owner alone.
 
 use neuron_ds_guest_tests::*;
-use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::{
+    io,
+    sync::atomic::Ordering::{Acquire, Relaxed},
+};
 
 const RW: i32 = libc::PROT_READ | libc::PROT_WRITE;
 
@@ -287,4 +290,90 @@ fn a_fault_maps_the_rest_of_a_split_mapping_at_the_right_places() {
             "page {page} was never written"
         );
     }
+}
+
+/// The VMAs of one slot's reader window that may exist at once, device-wide (the module's
+/// `READER_MAPPINGS_PER_SLOT`).
+const READER_MAPPINGS_PER_SLOT: usize = 1024;
+
+#[test]
+fn a_reader_window_has_at_most_1024_vmas_and_the_next_owner_still_gets_the_slot() {
+    let mut producer = Producer::start(DEVICE, &[(0, 1, 3)]).unwrap();
+    let slot = offset_slot(producer.offset);
+    let file = open_device(DEVICE).unwrap();
+    let info = acquire(&file, producer.pid).unwrap();
+    // A reader asks for 10,000 VMAs of the one window: the bound's worth are made, and every
+    // mmap past it is refused with ENOMEM.
+    let mut views = Vec::new();
+    let mut refused = 0;
+    for _ in 0..10_000 {
+        match Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset) {
+            Ok(view) => views.push(view),
+            Err(e) => {
+                assert_eq!(
+                    e.raw_os_error(),
+                    Some(libc::ENOMEM),
+                    "mmap past the bound: {e}"
+                );
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(views.len(), READER_MAPPINGS_PER_SLOT);
+    assert_eq!(refused, 10_000 - READER_MAPPINGS_PER_SLOT);
+    assert_eq!(
+        views[READER_MAPPINGS_PER_SLOT - 1].read_u64(nc_offset(0, 1)),
+        3
+    );
+    // At the bound, splitting one of them (unmapping a page inside it) is refused too.
+    // SAFETY: one page in the middle of our own mapping.
+    let split = unsafe { libc::munmap(views[0].addr().add(8 * 4096).cast(), 4096) };
+    assert_eq!(
+        (split, io::Error::last_os_error().raw_os_error()),
+        (-1, Some(libc::ENOMEM)),
+        "a split past the bound"
+    );
+    // The owner's own window is not the readers' to fill.
+    let owner_window = Mapping::new(&file, SLAB_SIZE, RW, producer.offset);
+    assert!(
+        owner_window.is_err(),
+        "a reader's file maps no owner window"
+    );
+    // One VMA gone, one more can be made; moved with mremap, it is still counted once.
+    views.pop();
+    let moved = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset)
+        .unwrap()
+        .moved()
+        .unwrap();
+    assert_eq!(moved.read_u64(nc_offset(0, 1)), 3);
+    assert_eq!(
+        errno(Mapping::new(
+            &file,
+            SLAB_SIZE,
+            libc::PROT_READ,
+            info.mmap_offset
+        )),
+        libc::ENOMEM
+    );
+    // The slot goes to the next owner with every one of them mapped; the readers read zeros.
+    producer.release_keeping_mapping();
+    let owners: Vec<Producer> = (0..SLOTS)
+        .map(|_| Producer::start(DEVICE, &[]).unwrap())
+        .collect();
+    assert!(owners.iter().any(|owner| offset_slot(owner.offset) == slot));
+    assert_eq!(moved.read_u64(nc_offset(0, 1)), 0);
+    assert_eq!(views[0].read_u64(nc_offset(0, 1)), 0);
+    owners.into_iter().for_each(Producer::exit);
+    // Every VMA unmapped, the bound's worth can be mapped again.
+    drop((views, moved));
+    let producer = Producer::start(DEVICE, &[]).unwrap();
+    let info = acquire(&file, producer.pid).unwrap();
+    let again: Vec<Mapping> = (0..READER_MAPPINGS_PER_SLOT)
+        .map(|n| {
+            Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset)
+                .unwrap_or_else(|e| panic!("mapping {n} after all were unmapped: {e}"))
+        })
+        .collect();
+    drop(again);
+    producer.exit();
 }

@@ -5,7 +5,11 @@
 //! node is world-readable and -writable (mode 0666, as the original driver's udev rule makes
 //! it), so every refusal is the module's rule.
 
-use neuron_ds_guest_tests::{identity::Identity, *};
+use neuron_ds_guest_tests::{
+    identity::Identity,
+    module_control::{reload_with, Restore},
+    *,
+};
 use std::{
     io::{BufRead, BufReader},
     process::{Child, Command, Stdio},
@@ -14,6 +18,7 @@ use std::{
 const OWNER_UID: u32 = 1001;
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
+const CAP_NET_BIND_SERVICE: u32 = 10;
 fn probe_command(identity: Identity) -> Command {
     let mut command = Command::new(helper_path("ds-probe"));
     command.args([identity.text(), "0".into()]);
@@ -51,7 +56,11 @@ struct Owner {
 
 impl Owner {
     fn start() -> Self {
-        let mut child = probe_command(Identity::User(OWNER_UID))
+        Self::start_as(Identity::User(OWNER_UID))
+    }
+
+    fn start_as(identity: Identity) -> Self {
+        let mut child = probe_command(identity)
             .arg("hold")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -149,4 +158,74 @@ fn the_permission_matrix_holds_for_every_identity() {
     }
     drop(owner);
     assert_eq!(slots()[slot].pid, 0, "the owner's exit released its slab");
+}
+
+/// The capability module's part of the kernel's rule: an owner holding a capability its reader
+/// lacks is not the reader's to read, same uid or not, unless the reader has `CAP_SYS_PTRACE`
+/// (root) or `CAP_PERFMON`.
+#[test]
+fn an_owner_with_a_capability_the_reader_lacks_is_not_readable_by_its_uid() {
+    let _mode = WorldWritableNode::new(DEVICE);
+    let owner = Owner::start_as(Identity::UserWithCap(OWNER_UID, CAP_NET_BIND_SERVICE));
+    let rows = [
+        ("the owner's uid", Identity::User(OWNER_UID), REFUSED),
+        (
+            "the owner's uid + the same capability",
+            Identity::UserWithCap(OWNER_UID, CAP_NET_BIND_SERVICE),
+            READER,
+        ),
+        ("root", Identity::Root, READER),
+        (
+            "another uid + CAP_PERFMON",
+            Identity::UserWithCap(1003, CAP_PERFMON),
+            READER,
+        ),
+    ];
+    for (name, identity, expected) in rows {
+        let (outcomes, _) = probe(identity, owner.pid, owner.offset);
+        assert_eq!(
+            outcomes,
+            expected.split_whitespace().collect::<Vec<_>>().join(" "),
+            "{name}"
+        );
+    }
+}
+
+/// `attach_requires_perfmon=1`: the ptrace rule no longer lets anyone attach (the owner's uid
+/// is refused), only `perfmon_capable()` does (root among them); an owner still gets and maps
+/// its own slab.
+#[test]
+fn with_attach_requires_perfmon_only_perfmon_capable_readers_attach() {
+    let _restore = Restore;
+    reload_with(&["attach_requires_perfmon=1"]);
+    // After the reload, which makes the node anew.
+    let _mode = WorldWritableNode::new(DEVICE);
+    let owner = Owner::start();
+    let rows = [
+        ("the owner's uid", Identity::User(OWNER_UID), REFUSED),
+        ("another uid", Identity::User(1002), REFUSED),
+        (
+            "another uid + CAP_PERFMON",
+            Identity::UserWithCap(1003, CAP_PERFMON),
+            READER,
+        ),
+        (
+            "another uid + CAP_SYS_ADMIN",
+            Identity::UserWithCap(1004, CAP_SYS_ADMIN),
+            READER,
+        ),
+    ];
+    for (name, identity, expected) in rows {
+        let (outcomes, _) = probe(identity, owner.pid, owner.offset);
+        assert_eq!(
+            outcomes,
+            expected.split_whitespace().collect::<Vec<_>>().join(" "),
+            "{name}"
+        );
+    }
+    let (own, _) = probe(Identity::User(OWNER_UID), 0, owner.offset);
+    assert!(
+        own.starts_with("open=ok acquire=ok map_write=ok map_write_perms=rw-s"),
+        "{own}"
+    );
 }

@@ -98,6 +98,12 @@ pub enum GuestBench {
     /// RELEASE (with aggregation) of the only live slab while another process reads the misc
     /// device's `dev` attribute in a loop: the same load on the other CPU, with no module code.
     ReleaseUnderOtherReads,
+    /// The next owner's ACQUIRE of a slot just released (the only one free), while a reader
+    /// process holds as many VMAs of its reader window as it may (10,000 asked, 1,024 made):
+    /// the ACQUIRE waits for all of them to be unmapped.
+    AcquireAfterReaderMappings,
+    /// The same ACQUIRE with no reader of the slot.
+    AcquireAfterNoReader,
     /// open + read + close of a sysfs total with one live slab.
     SysfsTotalOneLive,
     /// open + read + close of a sysfs total with 16 live slabs.
@@ -113,7 +119,7 @@ pub enum GuestBench {
 
 impl GuestBench {
     /// Every guest measurement.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 15] = [
         Self::AttachCycle,
         Self::AttachFloor,
         Self::ReleaseOneLive,
@@ -122,6 +128,8 @@ impl GuestBench {
         Self::ReleaseFourReadersDetached,
         Self::ReleaseUnderSysfsReads,
         Self::ReleaseUnderOtherReads,
+        Self::AcquireAfterReaderMappings,
+        Self::AcquireAfterNoReader,
         Self::SysfsTotalOneLive,
         Self::SysfsTotalSixteenLive,
         Self::SysfsDev,
@@ -141,6 +149,8 @@ impl GuestBench {
             Self::ReleaseFourReadersDetached => "release-4-readers-detached",
             Self::ReleaseUnderSysfsReads => "release-sysfs-reads",
             Self::ReleaseUnderOtherReads => "release-other-reads",
+            Self::AcquireAfterReaderMappings => "acquire-reader-vmas",
+            Self::AcquireAfterNoReader => "acquire-no-reader",
             Self::SysfsTotalOneLive => "sysfs-total-1",
             Self::SysfsTotalSixteenLive => "sysfs-total-16",
             Self::SysfsDev => "sysfs-dev",
@@ -387,6 +397,12 @@ pub fn rows() -> Vec<Row> {
             Goal::AtMost(1.10),
         ),
         (
+            "next owner's ACQUIRE, a reader's 10,000 mmaps of the slot (1,024 made) / no reader",
+            GuestBench::AcquireAfterReaderMappings,
+            GuestBench::AcquireAfterNoReader,
+            Goal::None,
+        ),
+        (
             "blocked read woken by a post / by a pipe write",
             GuestBench::PostWakeup,
             GuestBench::PipeWakeup,
@@ -613,7 +629,7 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), GuestBench::ALL.len());
         // Per threading mode: 4 bands × (handle, int), mmv, prometheus; the slab-word row; four
-        // snapshot rows, two record rows, nine guest rows.
-        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 9);
+        // snapshot rows, two record rows, ten guest rows.
+        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 10);
     }
 }
