@@ -60,8 +60,9 @@ impl<const PAGES: usize> WordOffset<PAGES> {
 /// `PAGES` order-0 pages shared with user mappings.
 ///
 /// The kernel accesses a word with one atomic 8-byte load or store, which a concurrent user
-/// store cannot tear, zeroing included. Every kernel access holds `kernel_access`, so that a
-/// reading of many words ([`Words`]) is not interleaved with a zeroing.
+/// store cannot tear; a whole page is zeroed by C's `__memset`. Every kernel access holds
+/// `kernel_access`, so that no Rust access races with a zeroing and a reading of many words
+/// ([`Words`]) is not interleaved with one.
 ///
 /// # Invariants
 ///
@@ -119,20 +120,24 @@ impl<const PAGES: usize> SharedPages<PAGES> {
         self.words().store(offset, value)
     }
 
-    /// Zeroes every page, one page at a time, with one atomic store per word: a process that
-    /// still writes a page through its mapping races with nothing (whoever zeroes makes sure no
-    /// process still can, or the zeroes are not final, but that is the caller's correctness,
-    /// not a condition of safety).
+    /// Zeroes every page, one page at a time, with the kernel's `__memset`.
+    ///
+    /// Safe whatever processes do meanwhile: a process that still writes a page through a
+    /// mapping leaves it not all zeros, which is the caller's correctness to prevent (remove
+    /// the mappings first), not a condition of memory safety. Per-word atomic stores would
+    /// say the same in Rust's terms, but cost ten times as much under emulation
+    /// (`Documentation/performance.rst`).
     pub(crate) fn zero_all(&self) {
         for page in self.pages.iter() {
             let _access = self.kernel_access.lock();
             Words::<PAGES>::with_page(page, |base| {
-                for word in 0..PAGE_SIZE / WORD {
-                    // SAFETY: `base` maps the whole page (`with_page`), which is 8-byte aligned,
-                    // so each word is in bounds and aligned; every kernel access of the page is
-                    // an atomic word access.
-                    unsafe { atomic_store(base.wrapping_add(word), 0u64, Relaxed) }
-                }
+                // SAFETY: `base` maps the whole page for the call (`with_page`). The stores
+                // are C's (an FFI call to `__memset`, not a name the compiler takes for its own
+                // builtin), and no Rust access of the page runs concurrently: every one holds
+                // `kernel_access`, held here. A store a process makes through a mapping at the
+                // same time is outside the kernel's memory model, as for every page a driver
+                // shares with userspace.
+                unsafe { bindings::__memset(base.cast(), 0, PAGE_SIZE) };
             });
         }
     }
@@ -170,7 +175,7 @@ impl<const PAGES: usize> Words<'_, PAGES> {
         self.with_word(offset, |word| {
             // SAFETY: `word` points into a page `with_word` mapped, is 8-byte aligned (the page
             // is, and so is `offset`, by its type invariant), and no non-atomic kernel access
-            // runs concurrently (every kernel access is atomic).
+            // runs concurrently (the zeroing holds `kernel_access`, which `self` holds).
             unsafe { atomic_load(word, Relaxed) }
         })
     }
