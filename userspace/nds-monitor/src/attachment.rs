@@ -70,7 +70,8 @@ pub struct Attachment {
 impl Attachment {
     /// Opens a reader of `candidate`; `Ok(None)` when the owner is already gone, has not
     /// published its header yet, or the slab changed hands since the slot table was read (the
-    /// next refresh tries again).
+    /// next refresh tries again). `ran_before_monitor`: whether the owner ran before this
+    /// monitor started ([`SlabFeeds::new`]).
     ///
     /// # Errors
     ///
@@ -80,6 +81,7 @@ impl Attachment {
         candidate: Candidate,
         now: Instant,
         proc_root: &Path,
+        ran_before_monitor: bool,
     ) -> Result<Option<Self>, NdsError> {
         let store = match Reader::open(&candidate.backend, candidate.owner.pid) {
             Ok(store) => store,
@@ -103,7 +105,7 @@ impl Attachment {
             latency: LatencyReservoir::default(),
             inferences: [0; NDS_TOTAL_NEURONCORE_COUNT],
             cpu_baseline: ProcessCpu::read(proc_root, pid).ok().map(|cpu| (now, cpu)),
-            feeds: SlabFeeds::default(),
+            feeds: SlabFeeds::new(ran_before_monitor),
         };
         if let Observation::Reading(reading) = observe(&attachment.store) {
             attachment.tag = groups::tag_of(&reading, pid);

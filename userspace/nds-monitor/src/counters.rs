@@ -4,9 +4,10 @@
 //! A series is one family and label set. Whatever feeds it (an attached slab, a device's
 //! sysfs totals, the monitor's own latency sampling) holds a [`SeriesId`] and adds only
 //! increases: a slab counter is followed by a [`Tracked`] value, whose first reading adds the
-//! whole value (what the process counted before the monitor saw it) and each later one the
-//! increase since the one before, while a value that went down (its source restarted from zero)
-//! adds itself. So processes sharing a tag add up, a process that ends leaves its last value
+//! whole value (what the process counted before the monitor saw it), or nothing for a source
+//! another monitor may have exposed already ([`Tracked::from_first_reading`]), and each later
+//! one the increase since the one before, while a value that went down (its source restarted
+//! from zero) adds itself. So processes sharing a tag add up, a process that ends leaves its last value
 //! in the series, a reused slab or a new process under the same labels continues the series,
 //! and nothing a scrape does moves anything.
 //!
@@ -292,14 +293,27 @@ impl Counters {
 pub struct Tracked {
     /// The series it feeds.
     pub series: SeriesId,
-    last: u64,
+    /// The last reading; `None` before the first one of a source that counts from it.
+    last: Option<u64>,
 }
 
 impl Tracked {
-    /// Follows a source that has counted nothing yet into `series`.
+    /// Follows a source into `series` from zero: its first reading adds its whole value (what
+    /// it counted before the monitor saw it).
     #[must_use]
     pub fn new(series: SeriesId) -> Self {
-        Self { series, last: 0 }
+        Self {
+            series,
+            last: Some(0),
+        }
+    }
+
+    /// Follows a source into `series` from its first reading, which adds nothing: for a source
+    /// whose earlier counts another monitor may have exposed already (it ran before this one
+    /// started), so that a restart of the monitor is a reset of the series, never a recount.
+    #[must_use]
+    pub fn from_first_reading(series: SeriesId) -> Self {
+        Self { series, last: None }
     }
 
     /// Feeds `series` from now on, keeping the last reading (a series change, e.g. a new
@@ -310,12 +324,12 @@ impl Tracked {
 
     /// The source reads `value` now: its increase, times `scale`, goes into the series.
     pub fn observe(&mut self, counters: &mut Counters, value: u64, scale: f64) {
-        let increase = if value >= self.last {
-            value - self.last
-        } else {
-            value
+        let increase = match self.last {
+            None => 0,
+            Some(last) if value >= last => value - last,
+            Some(_) => value,
         };
-        self.last = value;
+        self.last = Some(value);
         counters.add(self.series, increase as f64 * scale);
     }
 }
@@ -362,6 +376,24 @@ mod tests {
         counters.add(b, -5.0);
         counters.add(b, f64::NAN);
         assert_eq!(counters.value(b), 21.0);
+    }
+
+    #[test]
+    fn a_source_followed_from_its_first_reading_adds_only_what_comes_after() {
+        let mut counters = Counters::new(4);
+        let series = counters.acquire(&PER_TAG, Sample::Total, "t=\"x\"".into());
+        let mut running = Tracked::from_first_reading(series);
+        running.observe(&mut counters, 2_275, 1.0);
+        assert_eq!(
+            counters.value(series),
+            0.0,
+            "the counts before the monitor are not recounted"
+        );
+        running.observe(&mut counters, 2_300, 1.0);
+        assert_eq!(counters.value(series), 25.0);
+        // Restarting from zero after that adds what it counts again.
+        running.observe(&mut counters, 4, 1.0);
+        assert_eq!(counters.value(series), 29.0);
     }
 
     #[test]

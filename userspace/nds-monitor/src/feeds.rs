@@ -137,6 +137,10 @@ impl HistogramFeed {
 /// The series one slab feeds.
 #[derive(Debug, Default)]
 pub struct SlabFeeds {
+    /// Whether the slab's process ran before this monitor started, so that another monitor
+    /// (this one before a restart) may have exposed its counts in the per-tag series already:
+    /// those then follow it from its first reading.
+    ran_before_monitor: bool,
     taken_for: Option<TakenFor>,
     /// Outcomes then error classes, summed over the cores.
     ecosystem: Vec<Tracked>,
@@ -167,6 +171,20 @@ fn node_labels(
 }
 
 impl SlabFeeds {
+    /// The feeds of a slab whose process ran before this monitor started, or not
+    /// (`ran_before_monitor`): the per-tag series (the ecosystem's families, summed over a
+    /// tag's processes, ended ones included) then count from its first reading, so that a
+    /// restart of the monitor is a reset of each, to no more than the new monitor saw. The
+    /// per-process series count its whole life either way: a process is a series of its own,
+    /// which a restart does not double.
+    #[must_use]
+    pub fn new(ran_before_monitor: bool) -> Self {
+        Self {
+            ran_before_monitor,
+            ..Self::default()
+        }
+    }
+
     /// Feeds the slab's counters now, `snapshot`, into `counters` under `who`, those `wants`
     /// selects; `unit` is what one unit of busy time is worth.
     pub fn observe(
@@ -267,7 +285,12 @@ impl SlabFeeds {
                 })
                 .collect();
             if self.ecosystem.is_empty() {
-                self.ecosystem = fresh.into_iter().map(Tracked::new).collect();
+                let follow = if self.ran_before_monitor {
+                    Tracked::from_first_reading
+                } else {
+                    Tracked::new
+                };
+                self.ecosystem = fresh.into_iter().map(follow).collect();
             } else {
                 for (tracked, id) in self.ecosystem.iter_mut().zip(fresh) {
                     counters.release(tracked.series);

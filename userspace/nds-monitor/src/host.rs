@@ -255,20 +255,8 @@ impl ProcessCpu {
     /// [`ProcError`] if the process is not visible or its line is malformed.
     pub fn read(proc_root: &Path, pid: i32) -> Result<Self, ProcError> {
         let (path, text) = read(proc_root.join(pid.to_string()).join("stat"))?;
-        // The command name is in parentheses and may hold spaces or parentheses itself:
-        // the fields that follow start after the last ')'. utime and stime are fields 14
-        // and 15 of the line, so 11 and 12 after the state (field 3).
-        let fields: Option<Vec<&str>> = text
-            .rfind(')')
-            .and_then(|end| text.get(end + 1..))
-            .map(|rest| rest.split_whitespace().collect());
-        let tick = |index: usize| {
-            fields
-                .as_ref()
-                .and_then(|fields| fields.get(index))
-                .and_then(|field| field.parse().ok())
-        };
-        match (tick(11), tick(12)) {
+        // utime and stime are fields 14 and 15 of the line.
+        match (stat_field(&text, 14), stat_field(&text, 15)) {
             (Some(user), Some(system)) => Ok(Self { user, system }),
             _ => Err(ProcError::Parse {
                 path,
@@ -276,6 +264,33 @@ impl ProcessCpu {
             }),
         }
     }
+}
+
+/// When process `pid` started, in clock ticks since boot (`starttime`, field 22 of
+/// `<proc_root>/<pid>/stat`); `None` if the process is not visible or its line is malformed.
+#[must_use]
+pub fn process_start_ticks(proc_root: &Path, pid: i32) -> Option<u64> {
+    let (_, text) = read(proc_root.join(pid.to_string()).join("stat")).ok()?;
+    stat_field(&text, 22)
+}
+
+/// When this process started, in clock ticks since boot, read from its own `/proc/self/stat`
+/// (whatever root the other processes are read through: the boot clock is the kernel's).
+#[must_use]
+pub fn own_start_ticks() -> Option<u64> {
+    let (_, text) = read(PathBuf::from("/proc/self/stat")).ok()?;
+    stat_field(&text, 22)
+}
+
+/// Field `number` (1-based, as `proc(5)` numbers them) of a `/proc/<pid>/stat` line, from the
+/// state (field 3) on: the command name before it is in parentheses and may hold spaces or
+/// parentheses itself, so the fields that follow start after the last ')'.
+fn stat_field(text: &str, number: usize) -> Option<u64> {
+    let rest = text.get(text.rfind(')')? + 1..)?;
+    rest.split_whitespace()
+        .nth(number.checked_sub(3)?)?
+        .parse()
+        .ok()
 }
 
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`; 100 if it cannot say).
@@ -382,11 +397,13 @@ mod tests {
         write(
             &dir,
             "42/stat",
-            "42 (a (b) c) S 1 42 42 0 -1 0 0 0 0 0 300 120 0 0 20 0 1 0 1 1 1\n",
+            "42 (a (b) c) S 1 42 42 0 -1 0 0 0 0 0 300 120 0 0 20 0 1 0 777 1 1\n",
         );
         let cpu = ProcessCpu::read(&dir, 42).unwrap();
         assert_eq!((cpu.user, cpu.system), (300, 120));
         assert!(ProcessCpu::read(&dir, 43).is_err());
+        assert_eq!(process_start_ticks(&dir, 42), Some(777));
+        assert_eq!(process_start_ticks(&dir, 43), None);
         let usage = runtime_vcpu_usage(cpu, ProcessCpu::default(), 2.0, 4, 100);
         // 300 ticks of 800 available: 37.5 %.
         assert_eq!(usage.vcpu_usage.user, 37.5);

@@ -121,6 +121,8 @@ pub struct Monitor {
     /// Storage for the counters of one slab at each tick.
     scratch: Box<CounterSnapshot>,
     started: Instant,
+    /// When this process started, in clock ticks since boot, if it could be read.
+    own_start_ticks: Option<u64>,
 }
 
 impl Monitor {
@@ -146,6 +148,7 @@ impl Monitor {
             exporter: None,
             scratch: Box::new(CounterSnapshot::new()),
             started: now,
+            own_start_ticks: host::own_start_ticks(),
         }
     }
 
@@ -370,7 +373,19 @@ impl Monitor {
                 continue;
             }
             let proc_root = &self.source.host.proc_root;
-            match Attachment::attach(key.clone(), candidate.clone(), now, proc_root) {
+            // An owner that is not visible (a slab file whose process is gone) is counted
+            // whole, as one that started after this monitor.
+            let owner_start = host::process_start_ticks(proc_root, candidate.owner.pid);
+            let ran_before_monitor = owner_start
+                .zip(self.own_start_ticks)
+                .is_some_and(|(owner, own)| owner <= own);
+            match Attachment::attach(
+                key.clone(),
+                candidate.clone(),
+                now,
+                proc_root,
+                ran_before_monitor,
+            ) {
                 Ok(Some(attachment)) => {
                     log::info!(
                         "attached pid {} (\"{}\") at {}",

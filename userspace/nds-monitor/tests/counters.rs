@@ -156,3 +156,63 @@ fn a_tag_filtered_out_feeds_nothing_and_sampling_follows_the_rule() {
         "no nds_counters in the rule: no per-core series"
     );
 }
+
+/// A restart of the exporter is a reset of the per-tag series, to no more than the new
+/// process saw: a slab whose process ran before the monitor started counts from the
+/// monitor's first reading (its earlier executions were the previous monitor's to expose),
+/// while its per-process series and a process that is not visible count their whole lives.
+#[test]
+fn after_a_restart_a_tag_counts_only_what_the_new_monitor_saw() {
+    let scratch = Scratch::new("counters-restart");
+    let live = own_pid();
+    let before = produce(&scratch.slabs(), 0, live, "restart", 80);
+    let completed = ["runtime_tag=\"restart\"", "status_type=\"completed\""];
+    let pid_core0 = [
+        &*format!("pid=\"{live}\""),
+        "neuroncore=\"0\"",
+        "status=\"success\"",
+    ];
+    let mut previous_first = None;
+    for restart in 0..2 {
+        let t0 = Instant::now();
+        let mut monitor =
+            Monitor::new(scratch.source(), Plan::everything(SECOND), t0).with_counters();
+        let _ = monitor.poll(t0 + SECOND);
+        assert_eq!(
+            value(&monitor, "execution_status_total", &completed),
+            0.0,
+            "start {restart}: the running process's earlier executions are not counted again"
+        );
+        let whole: f64 = value(&monitor, "nds_runtime_status_total", &pid_core0);
+        assert!(
+            whole > 0.0,
+            "the per-process series counts the process's whole life"
+        );
+        if let Some(first) = previous_first {
+            assert!(whole >= first);
+        }
+        previous_first = Some(whole);
+        let more = produce_in_unit(&scratch.slabs(), 0, live, "restart", 30, Default::default());
+        let _ = monitor.poll(t0 + 2 * SECOND);
+        assert_eq!(
+            value(&monitor, "execution_status_total", &completed),
+            more.statuses["NRT_SUCCESS"] as f64,
+            "start {restart}: what ran after the start is counted"
+        );
+    }
+    assert!(before.statuses["NRT_SUCCESS"] > 0);
+    // A slab whose process is gone (no /proc entry) counts whole, as one that started after
+    // the monitor.
+    let t0 = Instant::now();
+    let mut monitor = Monitor::new(scratch.source(), Plan::everything(SECOND), t0).with_counters();
+    let gone = produce(&scratch.slabs(), 0, 999_999_999, "gone", 20);
+    let _ = monitor.poll(t0 + SECOND);
+    assert_eq!(
+        value(
+            &monitor,
+            "execution_status_total",
+            &["runtime_tag=\"gone\"", "status_type=\"completed\""]
+        ),
+        gone.statuses["NRT_SUCCESS"] as f64
+    );
+}
