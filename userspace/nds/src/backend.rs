@@ -3,6 +3,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
@@ -154,17 +155,26 @@ impl Mapping {
     }
 
     fn open_file(path: &Path, writable: bool) -> Result<Self> {
+        // Non-blocking, so that a FIFO (or a device) placed where a slab file should be is
+        // refused below instead of waiting in `open` for a writer; for a regular file the flag
+        // changes nothing.
         let file = OpenOptions::new()
             .read(true)
             .write(writable)
             .create(writable)
             .truncate(false)
+            .custom_flags(libc::O_NONBLOCK)
             .open(path)
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-        let file_len = file
+        let metadata = file
             .metadata()
-            .map_err(|e| Error::io(format!("reading size of {}", path.display()), e))?
-            .len();
+            .map_err(|e| Error::io(format!("reading size of {}", path.display()), e))?;
+        if !metadata.is_file() {
+            return Err(Error::NotASlabFile {
+                path: path.to_path_buf(),
+            });
+        }
+        let file_len = metadata.len();
         let slab_len = u64::try_from(NEURON_DATASTORE_SIZE).unwrap_or(u64::MAX);
         if writable && file_len < slab_len {
             file.set_len(slab_len)

@@ -56,6 +56,13 @@ pub enum Error {
         /// The header word found, little-endian.
         found: u64,
     },
+    /// A slab file's path names something other than a regular file (a FIFO, a device, a
+    /// directory), which is never opened for good: opening a FIFO would wait for a writer.
+    #[error("{} is not a regular file", path.display())]
+    NotASlabFile {
+        /// The path.
+        path: std::path::PathBuf,
+    },
     /// The mapping cannot hold the region map.
     #[error("slab of {size} bytes is smaller than the {NDS_REQUIRED_SIZE} bytes required")]
     SlabTooSmall {
@@ -107,6 +114,7 @@ impl Error {
             | Self::ModelSlotNotAllocated { .. }
             | Self::BadHeader { .. }
             | Self::SlabTooSmall { .. }
+            | Self::NotASlabFile { .. }
             | Self::UnexpectedSlabSize { .. } => libc::EINVAL,
             Self::ReadOnly => libc::EPERM,
             Self::NoFreeModelSlot => libc::ENOSPC,

@@ -164,3 +164,46 @@ fn slab_generation_change_is_visible_to_a_reader() {
     assert_eq!(reader.slab_generation(), Some(2));
     assert!(reader.slab_reused());
 }
+
+/// A FIFO, a directory or a device where a slab file should be is refused at once with
+/// `NotASlabFile` (EINVAL), for readers and producers alike: opening a FIFO for reading would
+/// otherwise wait for a writer for good.
+#[test]
+fn a_path_that_is_not_a_regular_file_is_refused_without_waiting() {
+    let dir = ScratchDir::new();
+    let fifo = dir.slab_path();
+    let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let (done, outcome) = std::sync::mpsc::channel();
+    let paths = [
+        fifo.clone(),
+        fifo.parent().unwrap().to_path_buf(),
+        "/dev/null".into(),
+    ];
+    std::thread::spawn(move || {
+        for path in paths {
+            for writable in [false, true] {
+                let backend = Backend::file(&path);
+                let opened = if writable {
+                    Datastore::open(&backend, 0).map(|_| ())
+                } else {
+                    nds::Reader::open(&backend, 1).map(|_| ())
+                };
+                let _ = done.send((path.clone(), writable, opened));
+            }
+        }
+    });
+    for _ in 0..6 {
+        let (path, writable, opened) = outcome
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("opening a FIFO waited instead of failing");
+        match opened {
+            Err(Error::NotASlabFile { path: named }) => assert_eq!(named, path),
+            // A producer's open of a FIFO nobody reads fails in open(2) itself (ENXIO), of a
+            // directory with EISDIR.
+            Err(Error::Io { .. }) if writable => {}
+            other => panic!("{} (writable {writable}): {other:?}", path.display()),
+        }
+    }
+}
