@@ -40,6 +40,66 @@ impl EndReason {
     }
 }
 
+/// Why a slab discovery found could not be attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AttachFailure {
+    /// The module (or the file's mode) refused this monitor: the kernel's ptrace read rule,
+    /// or no `CAP_PERFMON`.
+    NoPermission,
+    /// What is there is not a slab: not a regular file, too small, another size.
+    NotASlab,
+    /// The owner was gone by the time the monitor got to it.
+    Vanished,
+    /// The slot is owned by a process outside the monitor's pid namespace, which it cannot
+    /// name (a pod without `hostPID`).
+    NoPidView,
+    /// Anything else (an I/O error).
+    Other,
+}
+
+impl AttachFailure {
+    /// Every reason, in label order.
+    pub const ALL: [Self; 5] = [
+        Self::NoPermission,
+        Self::NotASlab,
+        Self::Vanished,
+        Self::NoPidView,
+        Self::Other,
+    ];
+
+    /// The `reason` label of `nds_monitor_attach_failures_total`.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::NoPermission => "no_permission",
+            Self::NotASlab => "not_a_slab",
+            Self::Vanished => "vanished",
+            Self::NoPidView => "no_pid_view",
+            Self::Other => "other",
+        }
+    }
+
+    /// The reason of an error opening a slab.
+    #[must_use]
+    pub fn of(error: &NdsError) -> Self {
+        let denied = |errno: i32| errno == libc::EPERM || errno == libc::EACCES;
+        let gone = |errno: i32| errno == libc::ENOENT || errno == libc::ESRCH;
+        match error {
+            NdsError::Ioctl { errno, .. } if denied(*errno) => Self::NoPermission,
+            NdsError::Ioctl { errno, .. } if gone(*errno) => Self::Vanished,
+            NdsError::Io { source, .. } => match source.raw_os_error() {
+                Some(errno) if denied(errno) => Self::NoPermission,
+                Some(errno) if gone(errno) => Self::Vanished,
+                _ => Self::Other,
+            },
+            NdsError::NotASlabFile { .. }
+            | NdsError::SlabTooSmall { .. }
+            | NdsError::UnexpectedSlabSize { .. } => Self::NotASlab,
+            _ => Self::Other,
+        }
+    }
+}
+
 /// An attached slab.
 #[derive(Debug)]
 pub struct Attachment {
@@ -68,14 +128,15 @@ pub struct Attachment {
 }
 
 impl Attachment {
-    /// Opens a reader of `candidate`; `Ok(None)` when the owner is already gone, has not
-    /// published its header yet, or the slab changed hands since the slot table was read (the
-    /// next refresh tries again). `ran_before_monitor`: whether the owner ran before this
+    /// Opens a reader of `candidate`; `Ok(None)` when the owner has not published its header
+    /// yet, or the slab changed hands since the slot table was read (the next refresh tries
+    /// again). `ran_before_monitor`: whether the owner ran before this
     /// monitor started ([`SlabFeeds::new`]).
     ///
     /// # Errors
     ///
-    /// The slab cannot be opened or mapped.
+    /// The slab cannot be opened or mapped, or its owner is gone ([`AttachFailure::of`] says
+    /// which).
     pub fn attach(
         key: SlabKey,
         candidate: Candidate,
@@ -85,7 +146,6 @@ impl Attachment {
     ) -> Result<Option<Self>, NdsError> {
         let store = match Reader::open(&candidate.backend, candidate.owner.pid) {
             Ok(store) => store,
-            Err(NdsError::Ioctl { errno, .. }) if errno == libc::ENOENT => return Ok(None),
             Err(NdsError::BadHeader { .. }) => return Ok(None),
             Err(error) => return Err(error),
         };

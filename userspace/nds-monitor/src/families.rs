@@ -122,6 +122,14 @@ pub static MONITOR_SLABS_ENDED: Family = counter(
     true,
 );
 
+/// `nds_monitor_attach_failures_total{reason}`: slabs the monitor found but could not read.
+pub static MONITOR_ATTACH_FAILURES: Family = counter(
+    "nds_monitor_attach_failures_total",
+    "Slabs the monitor found but could not attach, each counted once: no permission, not a \
+     slab, vanished before it could be read, or owned outside the monitor's pid namespace.",
+    true,
+);
+
 /// The per-process family of an `other_info` node.
 #[must_use]
 pub fn runtime_other(node: &SysfsCounter) -> Option<&'static Family> {

@@ -46,4 +46,4 @@ pub use config::Plan;
 pub use document::MonitorDocument;
 pub use error::{Error, Result};
 pub use monitor::Monitor;
-pub use source::{HostSource, SlabSource, Source};
+pub use source::{Discovery, HostSource, SlabSource, Source};

@@ -13,11 +13,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nds::{CounterSnapshot, SlabRead};
 use nds_sysfs::TimeInUseUnit;
 
-use crate::attachment::{Attachment, EndReason};
+use crate::attachment::{AttachFailure, Attachment, EndReason};
 use crate::config::{Plan, RuntimeGroup};
 use crate::counters::{Counters, Sample, SeriesId};
 use crate::document::{InstanceInfo, MonitorDocument, RuntimeEntry};
-use crate::families::{MONITOR_REPORTS, MONITOR_SLABS_ENDED};
+use crate::families::{MONITOR_ATTACH_FAILURES, MONITOR_REPORTS, MONITOR_SLABS_ENDED};
 use crate::feeds::{SlabLabels, Wants};
 use crate::groups::{self, CoreIndexing};
 use crate::hardware;
@@ -27,7 +27,7 @@ use crate::labels;
 use crate::report::{self, RuntimeContext, SystemBaselines, SystemContext};
 use crate::schedule::{GroupId, Schedule};
 use crate::snapshot::{observe, sample_latencies, Observation, SlabReading};
-use crate::source::{Candidate, SlabKey, Source};
+use crate::source::{Candidate, Discovery, SlabKey, Source};
 
 /// Ended slabs kept for the next report at most; beyond, the oldest are only counted.
 pub const MAX_ENDED: usize = 1024;
@@ -75,6 +75,7 @@ struct ExporterSeries {
     counters: Counters,
     reports: SeriesId,
     ended: [(EndReason, SeriesId); 3],
+    attach_failures: [(AttachFailure, SeriesId); 5],
 }
 
 impl ExporterSeries {
@@ -88,10 +89,35 @@ impl ExporterSeries {
                 counters.acquire(&MONITOR_SLABS_ENDED, Sample::Total, labels),
             )
         });
+        let attach_failures = AttachFailure::ALL.map(|reason| {
+            let labels = labels::render(&vec![("reason", reason.label().to_owned())]);
+            (
+                reason,
+                counters.acquire(&MONITOR_ATTACH_FAILURES, Sample::Total, labels),
+            )
+        });
         Self {
             counters,
             reports,
             ended,
+            attach_failures,
+        }
+    }
+
+    /// Counts the failures of `now` that were not failures of `before` (a slab that keeps
+    /// failing is counted once).
+    fn count_failures(
+        &mut self,
+        before: &BTreeMap<(SlabKey, Option<u64>), AttachFailure>,
+        now: &BTreeMap<(SlabKey, Option<u64>), AttachFailure>,
+    ) {
+        for (slab, reason) in now {
+            if before.get(slab) == Some(reason) {
+                continue;
+            }
+            if let Some((_, series)) = self.attach_failures.iter().find(|(r, _)| r == reason) {
+                self.counters.add(*series, 1.0);
+            }
         }
     }
 }
@@ -123,6 +149,9 @@ pub struct Monitor {
     started: Instant,
     /// When this process started, in clock ticks since boot, if it could be read.
     own_start_ticks: Option<u64>,
+    /// The slabs (and their generation) the last refresh could not attach, and why: each is
+    /// counted once, when it first fails.
+    attach_failed: BTreeMap<(SlabKey, Option<u64>), AttachFailure>,
 }
 
 impl Monitor {
@@ -149,6 +178,7 @@ impl Monitor {
             scratch: Box::new(CounterSnapshot::new()),
             started: now,
             own_start_ticks: host::own_start_ticks(),
+            attach_failed: BTreeMap::new(),
         }
     }
 
@@ -352,8 +382,16 @@ impl Monitor {
 
     /// Attaches new owners and ends attachments whose slab changed hands.
     fn refresh(&mut self, now: Instant) {
-        let (found, problems) = self.source.discover();
+        let Discovery {
+            found,
+            problems,
+            hidden,
+        } = self.source.discover();
         self.problems = problems;
+        let mut failed: BTreeMap<(SlabKey, Option<u64>), AttachFailure> = hidden
+            .into_iter()
+            .map(|(key, generation)| ((key, Some(generation)), AttachFailure::NoPidView))
+            .collect();
         let stale: Vec<SlabKey> = self
             .attachments
             .iter()
@@ -397,6 +435,12 @@ impl Monitor {
                 }
                 Ok(None) => {}
                 Err(error) => {
+                    let reason = AttachFailure::of(&error);
+                    failed.insert((key.clone(), candidate.owner.generation), reason);
+                    if reason == AttachFailure::Vanished {
+                        // Gone before it could be read: nothing to report about it.
+                        continue;
+                    }
                     log::debug!("cannot attach {}: {error}", candidate.address);
                     failures.push(RuntimeEntry {
                         pid: candidate.owner.pid,
@@ -410,6 +454,10 @@ impl Monitor {
             }
         }
         self.failures = failures;
+        if let Some(exporter) = self.exporter.as_mut() {
+            exporter.count_failures(&self.attach_failed, &failed);
+        }
+        self.attach_failed = failed;
     }
 
     /// Reads every attached slab, then checks with discovery that each still had the same
@@ -426,7 +474,7 @@ impl Monitor {
                 Observation::Moved { generation } => moved.push((key.clone(), generation)),
             }
         }
-        let (after, _) = self.source.discover();
+        let after = self.source.discover().found;
         for (key, attachment) in &self.attachments {
             if readings.contains_key(key) && attachment.is_stale(after.get(key)) {
                 readings.remove(key);

@@ -58,6 +58,17 @@ pub struct Candidate {
     pub file: Option<FileState>,
 }
 
+/// What one look at the slabs found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Every owned slab this monitor can name, by key.
+    pub found: BTreeMap<SlabKey, Candidate>,
+    /// Problems met while looking, one line each.
+    pub problems: Vec<String>,
+    /// Slots owned by a process outside this monitor's pid namespace, with their generation.
+    pub hidden: Vec<(SlabKey, u64)>,
+}
+
 /// The slabs' source.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SlabSource {
@@ -199,11 +210,13 @@ impl Source {
         ))
     }
 
-    /// Every owned slab, by key, with the problems met while looking (one line each).
+    /// Every owned slab, by key, with the problems met while looking (one line each) and the
+    /// slots owned by processes this monitor cannot name.
     #[must_use]
-    pub fn discover(&self) -> (BTreeMap<SlabKey, Candidate>, Vec<String>) {
+    pub fn discover(&self) -> Discovery {
         let mut found = BTreeMap::new();
         let mut problems = Vec::new();
+        let mut hidden = Vec::new();
         match &self.slabs {
             SlabSource::Kernel { dev_dir } => {
                 let devices = self.sysfs.devices().unwrap_or_else(|e| {
@@ -222,6 +235,21 @@ impl Source {
                         }
                     };
                     let node = dev_dir.join(format!("neuron{device}"));
+                    // Owned (odd generation), but by a process this monitor's pid namespace
+                    // cannot name: the kernel shows it as pid 0.
+                    hidden.extend(
+                        rows.iter()
+                            .filter(|row| !row.is_owned() && row.generation % 2 == 1)
+                            .map(|row| {
+                                (
+                                    SlabKey::Slot {
+                                        device,
+                                        slot: row.slot,
+                                    },
+                                    row.generation,
+                                )
+                            }),
+                    );
                     for row in rows.into_iter().filter(|row| row.is_owned()) {
                         found.insert(
                             SlabKey::Slot {
@@ -276,7 +304,11 @@ impl Source {
                 Err(error) => problems.push(format!("{}: {error}", dir.display())),
             },
         }
-        (found, problems)
+        Discovery {
+            found,
+            problems,
+            hidden,
+        }
     }
 }
 

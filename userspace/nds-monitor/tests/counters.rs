@@ -216,3 +216,52 @@ fn after_a_restart_a_tag_counts_only_what_the_new_monitor_saw() {
         gone.statuses["NRT_SUCCESS"] as f64
     );
 }
+
+/// A FIFO where a slab file should be never blocks the monitor: it is refused at once,
+/// reported, and counted once in `nds_monitor_attach_failures_total{reason="not_a_slab"}`
+/// however many refreshes meet it; a real slab beside it is read as usual.
+#[test]
+fn a_fifo_in_the_slab_directory_is_one_attach_failure_and_blocks_nothing() {
+    let scratch = Scratch::new("counters-fifo");
+    let fifo = slab_path(&scratch.slabs(), 0, 4242);
+    let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let real = produce(&scratch.slabs(), 0, 7101, "beside", 10);
+    let (done, polled) = std::sync::mpsc::channel();
+    let source = scratch.source();
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let mut monitor = Monitor::new(source, Plan::everything(SECOND), t0).with_counters();
+        for tick in 1..=3 {
+            let _ = monitor.poll(t0 + tick * SECOND);
+        }
+        let _ = done.send(monitor);
+    });
+    let monitor = polled
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the monitor stalled on the FIFO");
+    let failures = |reason: &str| {
+        value(
+            &monitor,
+            "nds_monitor_attach_failures_total",
+            &[&format!("reason=\"{reason}\"")],
+        )
+    };
+    assert_eq!(
+        failures("not_a_slab"),
+        1.0,
+        "counted once over three refreshes"
+    );
+    for other in ["no_permission", "vanished", "no_pid_view", "other"] {
+        assert_eq!(failures(other), 0.0, "{other}");
+    }
+    assert_eq!(
+        value(
+            &monitor,
+            "execution_status_total",
+            &["runtime_tag=\"beside\"", "status_type=\"completed\""]
+        ),
+        real.statuses["NRT_SUCCESS"] as f64
+    );
+}
