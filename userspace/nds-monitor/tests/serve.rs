@@ -404,3 +404,32 @@ fn healthz_follows_the_sampling_loop() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// SIGTERM ends the process even while the sampling loop is stuck in a system call: here a
+/// sysfs counter that became a FIFO, whose read waits for a writer for good. The HTTP side
+/// stops at once and the loop gets a second before the process exits without it.
+#[test]
+fn sigterm_ends_serve_while_the_sampling_loop_is_stuck_in_a_read() {
+    let scratch = Scratch::new("serve-stuck");
+    scratch.sysfs(1, 2, 5, 0);
+    let served = serve(&scratch, "200ms", &[]);
+    assert!(served.get("/healthz").status.contains(" 200 "));
+    let total = scratch
+        .sys()
+        .join("neuron0/neuron_core0/stats/status/success/total");
+    std::fs::remove_file(&total).unwrap();
+    let name = std::ffi::CString::new(total.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    // The loop is stuck once /healthz goes stale (twice the period without a tick).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while served.get("/healthz").status.contains(" 200 ") {
+        assert!(
+            Instant::now() < deadline,
+            "the sampling loop never read the FIFO"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = served.stop_with(libc::SIGTERM);
+    assert!(status.success(), "SIGTERM ends serve with {status}");
+}

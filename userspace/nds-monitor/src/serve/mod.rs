@@ -96,6 +96,10 @@ impl Drop for StopOnDrop {
     }
 }
 
+/// How long the sampling loop has to stop after the HTTP side did (SIGTERM, or the last of
+/// `max_requests`) before the process exits without it.
+const SAMPLING_STOP_GRACE: Duration = Duration::from_secs(1);
+
 /// Runs `monitor` and serves its exposition on `listener` (over TLS with `tls`) until SIGTERM
 /// or SIGINT, or until `max_requests` requests were answered.
 ///
@@ -128,7 +132,19 @@ pub fn serve(
             .name("http".into())
             .spawn(move || {
                 let _stop = stop;
-                runtime.block_on(http::run(listener, published, tls, max_requests))
+                let served = runtime.block_on(http::run(listener, published, tls, max_requests));
+                // The sampling loop stops at its next step once `_stop` is dropped; one stuck
+                // in a system call (a read of a hung /proc or sysfs file) must not keep the
+                // process alive: it gets `SAMPLING_STOP_GRACE`, then the process exits.
+                let code = i32::from(served.is_err());
+                let _ = std::thread::Builder::new()
+                    .name("stop-watchdog".into())
+                    .spawn(move || {
+                        std::thread::sleep(SAMPLING_STOP_GRACE);
+                        log::warn!("the sampling loop did not stop in time: exiting");
+                        std::process::exit(code);
+                    });
+                served
             })?
     };
     while let Some(report) = monitor.next_report(&stop, |_| published.ticked()) {
