@@ -508,6 +508,50 @@ install_tools_lays_out_binaries_pages_completions() {
 
 install_rst_is_valid_restructuredtext() { rst_is_valid Documentation/install.rst; }
 
+# --- the functions rust/ declares by hand (extern "C"), which bindgen does not check
+
+# Each: the Rust declaration as rust/ writes it, TAB, the header, TAB, the C prototype.
+hand_declared_functions() {
+    cat <<'DECLARED'
+fn init_pseudo(fc: *mut bindings::fs_context, magic: c_ulong) -> *mut c_void;	include/linux/pseudo_fs.h	struct pseudo_fs_context *init_pseudo(struct fs_context *fc, unsigned long magic);
+fn kcov_common_handle() -> bindings::kcov_common_handle_id;	include/linux/kcov.h	struct kcov_common_handle_id kcov_common_handle(void);
+fn kcov_remote_start(handle: u64);	include/linux/kcov.h	void kcov_remote_start(u64 handle);
+fn kcov_remote_stop();	include/linux/kcov.h	void kcov_remote_stop(void);
+DECLARED
+}
+
+# One line per C declaration of the header, ending in ';': comments and preprocessor lines
+# dropped, whitespace squeezed.
+c_declarations() {
+    python3 - "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+text = re.sub(r"//[^\n]*", " ", text)
+text = text.replace("\\\n", " ")
+text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+for piece in re.split(r"[;{}]", text):
+    piece = re.sub(r"\s+", " ", piece).strip()
+    piece = piece.replace("( ", "(").replace(" )", ")")
+    if piece:
+        print(piece + ";")
+PY
+}
+
+hand_declared_functions_match_every_release_header() {
+    local rust header prototype tree declared listed
+    declared="$(grep -rhA12 'extern "C" {' rust | sed -n 's/^ *\(fn [a-z_]*(.*;\)$/\1/p' | sort)"
+    listed="$(hand_declared_functions | cut -f1 | sort)"
+    [ "$declared" = "$listed" ] ||
+        fail "rust/ declares by hand: $declared; checked here: $listed" || return 1
+    while IFS=$'\t' read -r rust header prototype; do
+        for tree in "$kdir" "${other_kdirs[@]}"; do
+            c_declarations "$tree/source/$header" | grep -qxF -- "$prototype" ||
+                fail "$tree/source/$header does not declare: $prototype (rust/: $rust)" || return 1
+        done
+    done < <(hand_declared_functions)
+}
+
 check "kbuild.sh accepts the cached kernel tree and picks its clang" kbuild_accepts_the_cached_tree
 check "kbuild.sh explains a tree without the Rust metadata (headers package)" kbuild_explains_a_tree_without_rust_metadata
 check "kbuild.sh explains a kernel without CONFIG_RUST" kbuild_explains_a_kernel_without_rust
@@ -542,5 +586,6 @@ check ".deb postinst creates the neuron group" deb_postinst_creates_the_group
 check ".deb installs and removes with dpkg on the live system (sandboxed)" live_deb_install_works
 check "make install-tools DESTDIR= installs binaries, pages, completions" install_tools_lays_out_binaries_pages_completions
 check "Documentation/install.rst is valid reStructuredText" install_rst_is_valid_restructuredtext
+check "every function rust/ declares by hand has that signature in every supported release's header" hand_declared_functions_match_every_release_header
 echo "1..$number"
 [ "$failures" -eq 0 ]
