@@ -20,7 +20,8 @@ use kernel::{
     },
 };
 
-// 7.3's generated bindings have the handle's type but not these functions.
+// 7.3's generated bindings have the handle's type but not these functions (tests/packaging.sh
+// checks their signatures against every supported release's header).
 #[cfg(CONFIG_KCOV)]
 extern "C" {
     fn kcov_common_handle() -> bindings::kcov_common_handle_id;

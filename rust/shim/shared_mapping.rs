@@ -31,7 +31,8 @@ use kernel::{
 
 extern "C" {
     // Exported by fs/libfs.c; include/linux/pseudo_fs.h is not among the kernel crate's
-    // bindings. It returns a `struct pseudo_fs_context *`, NULL when out of memory; only the
+    // bindings (tests/packaging.sh checks this signature against every supported release's
+    // header). It returns a `struct pseudo_fs_context *`, NULL when out of memory; only the
     // NULL test is used.
     fn init_pseudo(fc: *mut bindings::fs_context, magic: c_ulong) -> *mut c_void;
 }
