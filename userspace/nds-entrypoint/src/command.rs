@@ -1,7 +1,7 @@
 //! The `nds-monitor` command line the entrypoint's options stand for, and the `exec` into it.
 
 use std::ffi::OsString;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,8 +11,10 @@ use crate::error::{Error, Result};
 /// The port of AWS's DaemonSet and of `neuron-monitor-prometheus.py`.
 pub const DEFAULT_PORT: u16 = 8000;
 
-/// Every address of the pod: a probe or a scrape comes from outside the container.
-pub const DEFAULT_ADDRESS: IpAddr = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+/// Every address of the pod, IPv6 and IPv4 (`[::]`, which takes IPv4 connections too unless
+/// `net.ipv6.bindv6only` is set; `nds-monitor` falls back to `0.0.0.0` where the kernel has no
+/// IPv6): a probe or a scrape comes from outside the container, over IPv6 on an IPv6 cluster.
+pub const DEFAULT_ADDRESS: IpAddr = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
 
 /// A certificate and its private key, both PEM files, for serving HTTPS.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,7 +110,7 @@ pub fn default_monitor() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::Ipv6Addr;
+    use std::net::Ipv4Addr;
 
     fn command() -> ServeCommand {
         ServeCommand {
@@ -136,7 +138,7 @@ mod tests {
                 "/etc/neuron-monitor-config/monitor.json",
                 "serve",
                 "--listen",
-                "0.0.0.0:8000"
+                "[::]:8000"
             ]
         );
     }
@@ -146,7 +148,7 @@ mod tests {
         let mut command = command();
         command.config = None;
         command.port = 4317;
-        command.address = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+        command.address = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
         command.monitor_args = vec!["--slab-dir".into(), "/slabs".into()];
         command.tls = Some(Tls {
             cert_file: "/etc/certs/tls.crt".into(),
@@ -159,7 +161,7 @@ mod tests {
                 "/slabs",
                 "serve",
                 "--listen",
-                "[::]:4317",
+                "0.0.0.0:4317",
                 "--cert-file",
                 "/etc/certs/tls.crt",
                 "--key-file",

@@ -103,7 +103,7 @@ fn the_monitor_replaces_the_entrypoint_with_the_daemonset_options() {
             "/slabs",
             "serve",
             "--listen",
-            "0.0.0.0:8000",
+            "[::]:8000",
             "--cert-file",
             "/etc/certs/tls.crt",
             "--key-file",

@@ -90,7 +90,7 @@ fn run(cli: Cli) -> Result<()> {
             address: listen.clone(),
             source,
         };
-        let listener = TcpListener::bind(listen).map_err(serve_error)?;
+        let listener = bind(listen).map_err(serve_error)?;
         let address = listener.local_addr().map_err(serve_error)?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         println!("listening on {scheme}://{address}/metrics");
@@ -158,5 +158,22 @@ fn main() -> ExitCode {
             log::error!("{error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Binds `listen`; `[::]:PORT` (every address, IPv6 and IPv4) falls back to `0.0.0.0:PORT` on
+/// a kernel without IPv6, so that the dual-stack default works on every node.
+fn bind(listen: &str) -> io::Result<TcpListener> {
+    match TcpListener::bind(listen) {
+        Err(error) if error.raw_os_error() == Some(libc::EAFNOSUPPORT) => {
+            match listen.strip_prefix("[::]:") {
+                Some(port) => {
+                    log::warn!("no IPv6 here ({error}): listening on 0.0.0.0:{port}");
+                    TcpListener::bind(format!("0.0.0.0:{port}"))
+                }
+                None => Err(error),
+            }
+        }
+        other => other,
     }
 }

@@ -433,3 +433,22 @@ fn sigterm_ends_serve_while_the_sampling_loop_is_stuck_in_a_read() {
     let status = served.stop_with(libc::SIGTERM);
     assert!(status.success(), "SIGTERM ends serve with {status}");
 }
+
+/// `[::]` (the entrypoint's default, `nds-entrypoint`) serves IPv6 and IPv4 clients alike:
+/// `/healthz` answers on `[::1]` and on `127.0.0.1`, as an IPv6 cluster's kubelet and an
+/// IPv4 one's would probe it.
+#[test]
+fn every_address_serves_ipv6_and_ipv4() {
+    let scratch = Scratch::new("serve-dual-stack");
+    let served = Served::start(
+        scratch
+            .monitor_command("200ms")
+            .args(["serve", "--listen", "[::]:0"]),
+    );
+    let port = served.address.rsplit(':').next().unwrap().to_owned();
+    for host in ["[::1]", "127.0.0.1"] {
+        let health = request(&format!("{host}:{port}"), "GET", "/healthz").unwrap();
+        assert!(health.status.contains(" 200 "), "{host}: {health:?}");
+    }
+    assert!(served.stop_with(libc::SIGTERM).success());
+}
