@@ -276,7 +276,10 @@ impl Mapping {
     }
 
     /// How many of the mapping's pages are mapped in the page tables now (`mincore`), without
-    /// touching them: a revoked mapping has none, and any access to it faults.
+    /// touching them: a revoked mapping has none, and any access to it faults. On Linux 7.2,
+    /// whose `mincore` skips `VM_PFNMAP` mappings (its page walk treats them as holes), a
+    /// slab mapping always reads 0 here: there the checks that a revoked mapping's accesses
+    /// fault are what prove it revoked.
     pub fn resident_pages(&self) -> usize {
         let mut vec = vec![0u8; self.len.div_ceil(4096)];
         // SAFETY: the range is exactly this mapping and `vec` has one byte per page.

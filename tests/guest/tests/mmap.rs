@@ -234,6 +234,18 @@ fn an_ended_view_shows_the_tenure_as_it_ended_or_zeros_never_a_partly_zeroed_sla
     println!("{reads} reads of two pages across 50 releases and zeroings");
 }
 
+/// The calling thread's minor page faults so far (`RUSAGE_THREAD`).
+fn thread_minor_faults() -> i64 {
+    // SAFETY: an all-zero `rusage` is valid; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid destination.
+    assert_eq!(
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) },
+        0
+    );
+    usage.ru_minflt
+}
+
 #[test]
 fn a_fault_maps_the_rest_of_a_split_mapping_at_the_right_places() {
     // The first fault of a window maps all its pages that the VMA covers. Split VMAs (the
@@ -251,25 +263,19 @@ fn a_fault_maps_the_rest_of_a_split_mapping_at_the_right_places() {
         let tail_start = owner.addr().add((PAGES - tail) * PAGE);
         assert_eq!(libc::munmap(tail_start.cast(), tail * PAGE), 0);
     }
-    // First touch in the middle of what is left, then a marker in every page of it.
+    // First touch in the middle of what is left, then a marker in every page of it: that is
+    // one page fault, not one per page. Counted as the thread's minor faults (mincore cannot
+    // tell: on Linux 7.2 its page walk skips VM_PFNMAP mappings and reports them absent).
+    let faults_before = thread_minor_faults();
     owner.write_u64(30 * PAGE + 8, 1);
-    let mut resident = vec![0u8; PAGES - head - tail];
-    // SAFETY: exactly what is left of the mapping; `resident` has one byte per page of it.
-    let rc = unsafe {
-        libc::mincore(
-            owner.addr().add(head * PAGE).cast(),
-            resident.len() * PAGE,
-            resident.as_mut_ptr(),
-        )
-    };
-    assert_eq!(rc, 0);
-    assert!(
-        resident.iter().all(|byte| byte & 1 != 0),
-        "one fault mapped every page left"
-    );
     for page in head..PAGES - tail {
         owner.write_u64(page * PAGE + 8, 1000 + page as u64);
     }
+    assert_eq!(
+        thread_minor_faults() - faults_before,
+        1,
+        "one fault mapped every page left"
+    );
     // The reader's window of the same slab, through the owner's file as a forked monitor would.
     let reader_window = info.mmap_offset - SLAB_SIZE as u64;
     let view = Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, reader_window).unwrap();
