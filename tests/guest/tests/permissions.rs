@@ -160,6 +160,18 @@ fn the_permission_matrix_holds_for_every_identity() {
     assert_eq!(slots()[slot].pid, 0, "the owner's exit released its slab");
 }
 
+/// Each `(name, identity, expected outcomes)` row, probed against `owner`'s slab.
+fn assert_outcomes(owner: &Owner, rows: &[(&str, Identity, &str)]) {
+    for &(name, identity, expected) in rows {
+        let (outcomes, _) = probe(identity, owner.pid, owner.offset);
+        assert_eq!(
+            outcomes,
+            expected.split_whitespace().collect::<Vec<_>>().join(" "),
+            "{name}"
+        );
+    }
+}
+
 /// The capability module's part of the kernel's rule: an owner holding a capability its reader
 /// lacks is not the reader's to read, same uid or not, unless the reader has `CAP_SYS_PTRACE`
 /// (root) or `CAP_PERFMON`.
@@ -181,14 +193,7 @@ fn an_owner_with_a_capability_the_reader_lacks_is_not_readable_by_its_uid() {
             READER,
         ),
     ];
-    for (name, identity, expected) in rows {
-        let (outcomes, _) = probe(identity, owner.pid, owner.offset);
-        assert_eq!(
-            outcomes,
-            expected.split_whitespace().collect::<Vec<_>>().join(" "),
-            "{name}"
-        );
-    }
+    assert_outcomes(&owner, &rows);
 }
 
 /// `attach_requires_perfmon=1`: the ptrace rule no longer lets anyone attach (the owner's uid
@@ -215,14 +220,7 @@ fn with_attach_requires_perfmon_only_perfmon_capable_readers_attach() {
             READER,
         ),
     ];
-    for (name, identity, expected) in rows {
-        let (outcomes, _) = probe(identity, owner.pid, owner.offset);
-        assert_eq!(
-            outcomes,
-            expected.split_whitespace().collect::<Vec<_>>().join(" "),
-            "{name}"
-        );
-    }
+    assert_outcomes(&owner, &rows);
     let (own, _) = probe(Identity::User(OWNER_UID), 0, owner.offset);
     assert!(
         own.starts_with("open=ok acquire=ok map_write=ok map_write_perms=rw-s"),
