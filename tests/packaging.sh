@@ -546,7 +546,10 @@ hand_declared_functions_match_every_release_header() {
         fail "rust/ declares by hand: $declared; checked here: $listed" || return 1
     while IFS=$'\t' read -r rust header prototype; do
         for tree in "$kdir" "${other_kdirs[@]}"; do
-            c_declarations "$tree/source/$header" | grep -qxF -- "$prototype" ||
+            # Through a file: grep -q stops reading at the first match, which under pipefail
+            # would fail the pipeline on the writer's broken pipe.
+            c_declarations "$tree/source/$header" >"$tmp/declarations" || return 1
+            grep -qxF -- "$prototype" "$tmp/declarations" ||
                 fail "$tree/source/$header does not declare: $prototype (rust/: $rust)" || return 1
         done
     done < <(hand_declared_functions)
