@@ -7,7 +7,7 @@
 //! C header: [`include/linux/mm.h`](srctree/include/linux/mm.h)
 //!
 //! Pages go in as `VM_PFNMAP` entries (`vmf_insert_pfn`, as DRM's GEM shmem helpers do), not
-//! as refcounted pages (`vm_insert_page`): the core marks them special, so no
+//! as ordinary refcounted pages: the core marks them special, so no
 //! `get_user_pages` path, fast or slow, finds a page behind them. Nothing (`vmsplice`,
 //! `O_DIRECT`, io_uring fixed buffers) can take a reference that outlives the mapping, and
 //! removing the mapping's entries removes every way to the page. The price is that the mapping
