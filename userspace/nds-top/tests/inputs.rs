@@ -128,8 +128,10 @@ fn ctrl_c_quits_in_a_real_terminal() {
     tmux(&["-S", socket, "send-keys", "-t", &session, "C-c"]);
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
-        if let Ok(status) = std::fs::read_to_string(&done) {
-            break status;
+        // The shell's redirect creates the file before it writes the status into it.
+        match std::fs::read_to_string(&done) {
+            Ok(status) if status.ends_with('\n') => break status,
+            _ => {}
         }
         assert!(Instant::now() < deadline, "Ctrl-C did not end nds-top");
         std::thread::sleep(Duration::from_millis(50));
