@@ -170,6 +170,23 @@ impl Source {
         }
     }
 
+    /// Why the kernel's slabs cannot be read at all: the module is not loaded (its
+    /// [`HostSource::module_dir`] is gone, as during a reload); `None` while it is, or when
+    /// slabs come from files.
+    #[must_use]
+    pub fn module_missing(&self) -> Option<String> {
+        let SlabSource::Kernel { .. } = &self.slabs else {
+            return None;
+        };
+        let module = &self.host.module_dir;
+        (!module.is_dir()).then(|| {
+            format!(
+                "the neuron_ds module is not loaded (no {})",
+                module.display()
+            )
+        })
+    }
+
     /// Why no device was found, naming what was looked for and whether the module is loaded;
     /// `None` when there are devices, or when slabs come from files.
     #[must_use]

@@ -452,3 +452,204 @@ fn every_address_serves_ipv6_and_ipv4() {
     }
     assert!(served.stop_with(libc::SIGTERM).success());
 }
+
+/// A connection to `address` from the loopback address `from`, open and idle.
+fn connect_from(from: std::net::Ipv4Addr, address: &str) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let target: std::net::SocketAddr = address.parse().unwrap();
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    socket
+        .bind(&std::net::SocketAddr::from((from, 0)).into())
+        .unwrap();
+    socket.connect(&target.into()).unwrap();
+    socket.into()
+}
+
+/// Whether the server closed `stream` (it reads the end) within `within`.
+fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    stream.set_read_timeout(Some(within)).unwrap();
+    match stream.read(&mut [0u8; 1]) {
+        Ok(read) => read == 0,
+        // A timeout means open; a reset, closed.
+        Err(error) => error.kind() == std::io::ErrorKind::ConnectionReset,
+    }
+}
+
+/// Every connection the server keeps, held idle from eight addresses, still leaves room for
+/// the kubelet's probe: each probe closes the quietest connection, and a peer past its share
+/// closes only its own.
+#[test]
+fn healthz_answers_while_every_connection_is_held() {
+    let scratch = Scratch::new("serve-starved");
+    produce(&scratch.slabs(), 0, 6501, "starved", 50);
+    let served = serve(&scratch, "200ms", &[]);
+    // 8 addresses × 32 connections each = the 256 the server keeps at once.
+    let mut held = Vec::new();
+    for peer in 2..10u8 {
+        for _ in 0..32 {
+            held.push(connect_from([127, 0, 0, peer].into(), &served.address));
+        }
+    }
+    // All are kept: none is closed by the server.
+    std::thread::sleep(Duration::from_millis(500));
+    for stream in &mut held[..] {
+        assert!(
+            !closed_within(stream, Duration::from_millis(5)),
+            "a held connection was closed"
+        );
+    }
+    for probe in 0..20 {
+        let asked = Instant::now();
+        let health = served.get("/healthz");
+        assert!(health.status.contains(" 200 "), "probe {probe}: {health:?}");
+        assert!(asked.elapsed() < Duration::from_secs(2), "probe {probe}");
+    }
+    // The first probe closed the quietest held connection, the one opened first; each later
+    // probe took the room the one before it left.
+    let closed: Vec<usize> = (0..held.len())
+        .filter(|&i| closed_within(&mut held[i], Duration::from_millis(20)))
+        .collect();
+    assert_eq!(closed, [0], "the held connections the probes closed");
+
+    // A peer opening more than its share (32) closes others' only until it has its share,
+    // then its own oldest.
+    let hoarder: std::net::Ipv4Addr = [127, 0, 0, 20].into();
+    let mut own: Vec<TcpStream> = (0..40)
+        .map(|_| connect_from(hoarder, &served.address))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let own_closed: Vec<bool> = own
+        .iter_mut()
+        .map(|stream| closed_within(stream, Duration::from_millis(50)))
+        .collect();
+    assert_eq!(
+        own_closed.iter().filter(|&&closed| closed).count(),
+        8,
+        "{own_closed:?}"
+    );
+    assert!(
+        own_closed[..8].iter().all(|&closed| closed),
+        "{own_closed:?}"
+    );
+    assert!(served.get("/healthz").status.contains(" 200 "));
+}
+
+/// A keep-alive connection outlives a 30 s scrape interval: the second scrape goes over the
+/// connection of the first.
+#[test]
+fn a_keep_alive_connection_outlives_a_30_s_interval() {
+    let scratch = Scratch::new("serve-keep-alive");
+    produce(&scratch.slabs(), 0, 6601, "keep-alive", 50);
+    let served = serve(&scratch, "200ms", &[]);
+    let mut stream = TcpStream::connect(&served.address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let ask = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut answer = [0u8; 512];
+    for scrape in 0..2 {
+        if scrape > 0 {
+            std::thread::sleep(Duration::from_secs(31));
+        }
+        stream.write_all(ask.as_bytes()).unwrap();
+        let read = stream.read(&mut answer).unwrap();
+        let text = String::from_utf8_lossy(&answer[..read]);
+        assert!(
+            text.starts_with("HTTP/1.1 200 "),
+            "scrape {scrape}: {text:?}"
+        );
+    }
+}
+
+/// A certificate replaced on disk (as a rotated Secret is) is served from the next handshake,
+/// without a restart; a broken replacement leaves the last good pair in use.
+#[test]
+fn a_rotated_certificate_is_served_without_a_restart() {
+    let scratch = Scratch::new("serve-tls-rotation");
+    let (first_cert, first_key) = certificate(&scratch);
+    let (cert_file, key_file) = (scratch.0.join("tls.crt"), scratch.0.join("tls.key"));
+    std::fs::copy(&first_cert, &cert_file).unwrap();
+    std::fs::copy(&first_key, &key_file).unwrap();
+    let served = serve(
+        &scratch,
+        "200ms",
+        &[
+            "--cert-file",
+            cert_file.to_str().unwrap(),
+            "--key-file",
+            key_file.to_str().unwrap(),
+        ],
+    );
+    let url = format!("https://{}/healthz", served.address);
+    let trusts = |ca: &std::path::Path| curl(&["--cacert", ca.to_str().unwrap(), &url]);
+    assert!(trusts(&first_cert).status.success());
+
+    // The next pair, moved into place as the kubelet swaps a Secret's files.
+    let next = Scratch::new("serve-tls-rotation-next");
+    let (next_cert, next_key) = certificate(&next);
+    for (from, to) in [(&next_key, &key_file), (&next_cert, &cert_file)] {
+        let staged = to.with_extension("staged");
+        std::fs::copy(from, &staged).unwrap();
+        std::fs::rename(&staged, to).unwrap();
+    }
+    let answer = trusts(&next_cert);
+    assert!(
+        answer.status.success(),
+        "{}",
+        String::from_utf8_lossy(&answer.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&answer.stdout), "ok\n");
+    assert!(
+        !trusts(&first_cert).status.success(),
+        "the old certificate is still served"
+    );
+
+    // A certificate file that is no PEM: the pair before it stays.
+    std::fs::write(&cert_file, "not a certificate\n").unwrap();
+    assert!(trusts(&next_cert).status.success());
+    assert!(served.stop_with(libc::SIGTERM).success());
+}
+
+/// Reading the kernel, `/healthz` is 503 while the module is not loaded (as during a reload)
+/// and 200 again once it is back, without a restart.
+#[test]
+fn healthz_is_unhealthy_while_the_module_is_gone() {
+    let scratch = Scratch::new("serve-module-gone");
+    let module = scratch.0.join("module");
+    std::fs::create_dir_all(module.join("parameters")).unwrap();
+    std::fs::create_dir_all(scratch.0.join("dev")).unwrap();
+    let served = Served::start(
+        Command::new(nds_monitor())
+            .arg("--sysfs-root")
+            .arg(scratch.sys())
+            .arg("--dev-dir")
+            .arg(scratch.0.join("dev"))
+            .arg("--module-dir")
+            .arg(&module)
+            .arg("--hardware-sysfs-root")
+            .arg(scratch.hardware_root())
+            .args(["--period", "200ms", "--instance-metadata", "off"])
+            .args(["serve", "--listen", "127.0.0.1:0"]),
+    );
+    let wait_for = |status: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let health = served.get("/healthz");
+            if health.status.contains(status) {
+                return health;
+            }
+            assert!(Instant::now() < deadline, "never {status}: {health:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for(" 200 ");
+    std::fs::remove_dir_all(&module).unwrap();
+    let gone = wait_for(" 503 ");
+    assert!(
+        gone.body.contains("neuron_ds module is not loaded"),
+        "{gone:?}"
+    );
+    std::fs::create_dir_all(module.join("parameters")).unwrap();
+    wait_for(" 200 ");
+    assert!(served.stop_with(libc::SIGTERM).success());
+}

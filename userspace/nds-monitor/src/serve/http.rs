@@ -2,17 +2,19 @@
 //! published exposition only.
 //!
 //! Every connection is its own task, so a client that is slow to send or never reads holds
-//! nothing but its connection, and each connection is bounded: its request head must arrive
-//! within [`LIMITS`]' `head_timeout` (hyper's header-read timeout, which also ends an idle
-//! keep-alive connection), fit in `max_head_bytes` (hyper answers 431 beyond), and its answer
-//! be read within `write_timeout` ([`Deadline`]); a TLS handshake gets `handshake_timeout`.
-//! At most `max_connections` are served at once; more are closed when accepted.
+//! nothing but its connection, and each connection is bounded ([`LIMITS`], [`Deadline`]): an
+//! idle keep-alive connection lasts `idle_timeout`, a request must arrive within
+//! `head_timeout` of its first byte and fit in `max_head_bytes` (hyper answers 431 beyond),
+//! its answer be read within `write_timeout`, a TLS handshake take at most
+//! `handshake_timeout`. At most `max_connections` are open at once, `max_connections_per_peer`
+//! from one address; a new connection is always admitted and closes the quietest one when a
+//! bound is reached ([`Admission`]), so no client can keep `/healthz` from being answered.
 
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -25,18 +27,21 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{signal, SignalKind};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-use super::deadline::Deadline;
+use super::admission::{Admission, ConnectionId};
+use super::deadline::{Deadline, Phases};
 use super::Published;
 use crate::prometheus::CONTENT_TYPE as EXPOSITION_TYPE;
 
 /// What bounds one connection.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// Time for a request's line and headers to arrive (and for an idle keep-alive
-    /// connection to send its next request).
+    /// Time for an idle keep-alive connection to send its next request.
+    pub idle_timeout: Duration,
+    /// Time for a request's line and headers to arrive, from its first byte.
     pub head_timeout: Duration,
     /// Time for a response to be read by the client, from its first byte.
     pub write_timeout: Duration,
@@ -46,20 +51,25 @@ pub struct Limits {
     pub max_head_bytes: usize,
     /// Header lines.
     pub max_headers: usize,
-    /// Connections served at once.
+    /// Connections open at once.
     pub max_connections: usize,
+    /// Connections open at once from one address.
+    pub max_connections_per_peer: usize,
     /// How long in-flight requests may finish after SIGTERM.
     pub shutdown_grace: Duration,
 }
 
 /// The limits of `serve`.
 pub const LIMITS: Limits = Limits {
+    // Past Prometheus's common 15 s and 30 s intervals and its server default of 1 min.
+    idle_timeout: Duration::from_secs(120),
     head_timeout: Duration::from_secs(10),
     write_timeout: Duration::from_secs(10),
     handshake_timeout: Duration::from_secs(10),
     max_head_bytes: 8192,
     max_headers: 64,
     max_connections: 256,
+    max_connections_per_peer: 32,
     shutdown_grace: Duration::from_secs(2),
 };
 
@@ -114,6 +124,8 @@ fn respond(request: &Request<Incoming>, published: &Published) -> Response<Full<
 struct Shared {
     published: Arc<Published>,
     tls: Option<TlsAcceptor>,
+    /// The open connections; a connection's sender is dropped to close it.
+    admission: Mutex<Admission<oneshot::Sender<()>>>,
     /// Requests answered, and how many to answer before shutting down.
     answered: AtomicUsize,
     max_requests: Option<usize>,
@@ -121,6 +133,12 @@ struct Shared {
 }
 
 impl Shared {
+    fn admission(&self) -> MutexGuard<'_, Admission<oneshot::Sender<()>>> {
+        self.admission
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn answered_one(&self) {
         let answered = self.answered.fetch_add(1, Ordering::Relaxed) + 1;
         if self.max_requests.is_some_and(|max| answered >= max) {
@@ -135,28 +153,52 @@ async fn stopped(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|&stop| stop).await;
 }
 
-/// Serves one connection until it ends, fails, times out or the server shuts down.
-async fn connection(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
-    let io = Deadline::new(stream, LIMITS.write_timeout);
-    match shared.tls.clone() {
-        None => http(TokioIo::new(io), peer, shared).await,
-        Some(acceptor) => {
-            match tokio::time::timeout(LIMITS.handshake_timeout, acceptor.accept(io)).await {
-                Ok(Ok(stream)) => http(TokioIo::new(stream), peer, shared).await,
-                Ok(Err(error)) => log::debug!("{peer}: TLS handshake: {error}"),
-                Err(_) => log::debug!("{peer}: TLS handshake timed out"),
+const PHASES: Phases = Phases {
+    idle: LIMITS.idle_timeout,
+    head: LIMITS.head_timeout,
+    write: LIMITS.write_timeout,
+};
+
+/// Serves one connection until it ends, fails, times out, is evicted or the server shuts
+/// down.
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    id: ConnectionId,
+    evicted: oneshot::Receiver<()>,
+    shared: Arc<Shared>,
+) {
+    let served = async {
+        let io = Deadline::new(stream, PHASES);
+        match shared.tls.clone() {
+            None => http(TokioIo::new(io), peer, id, Arc::clone(&shared)).await,
+            Some(acceptor) => {
+                match tokio::time::timeout(LIMITS.handshake_timeout, acceptor.accept(io)).await {
+                    Ok(Ok(stream)) => {
+                        http(TokioIo::new(stream), peer, id, Arc::clone(&shared)).await;
+                    }
+                    Ok(Err(error)) => log::debug!("{peer}: TLS handshake: {error}"),
+                    Err(_) => log::debug!("{peer}: TLS handshake timed out"),
+                }
             }
         }
+    };
+    tokio::select! {
+        () = served => {}
+        // The sender is dropped when another connection needs the room.
+        _ = evicted => log::debug!("{peer}: closed to make room for a new connection"),
     }
+    shared.admission().close(id);
 }
 
-async fn http<I>(io: I, peer: SocketAddr, shared: Arc<Shared>)
+async fn http<I>(io: I, peer: SocketAddr, id: ConnectionId, shared: Arc<Shared>)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let mut shutdown = shared.shutdown.subscribe();
     let service_shared = Arc::clone(&shared);
     let service = service_fn(move |request: Request<Incoming>| {
+        service_shared.admission().active(id);
         let response = respond(&request, &service_shared.published);
         log::trace!(
             "{peer}: {} {} {}",
@@ -170,7 +212,8 @@ where
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(LIMITS.head_timeout)
+        // `Deadline` bounds the idle time and the head separately (see its module).
+        .header_read_timeout(None)
         .max_buf_size(LIMITS.max_head_bytes)
         .max_headers(LIMITS.max_headers);
     let connection = builder.serve_connection(io, service);
@@ -203,27 +246,31 @@ pub async fn run(
     let shared = Arc::new(Shared {
         published,
         tls,
+        admission: Mutex::new(Admission::new(
+            LIMITS.max_connections,
+            LIMITS.max_connections_per_peer,
+        )),
         answered: AtomicUsize::new(0),
         max_requests,
         shutdown,
     });
-    let permits = Arc::new(Semaphore::new(LIMITS.max_connections));
+    let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => match Arc::clone(&permits).try_acquire_owned() {
-                    Ok(permit) => {
-                        let shared = Arc::clone(&shared);
-                        tokio::spawn(async move {
-                            connection(stream, peer, shared).await;
-                            drop(permit);
-                        });
-                    }
-                    Err(_) => log::debug!(
-                        "{peer}: closed, {} connections are open already",
-                        LIMITS.max_connections
-                    ),
-                },
+                Ok((stream, peer)) => {
+                    let (handle, evicted) = oneshot::channel();
+                    let admitted = shared.admission().admit(peer.ip(), handle);
+                    // Dropping the evicted connection's sender closes it.
+                    drop(admitted.evicted);
+                    connections.spawn(connection(
+                        stream,
+                        peer,
+                        admitted.id,
+                        evicted,
+                        Arc::clone(&shared),
+                    ));
+                }
                 // Out of descriptors, or the client gave up: accepting again later may work.
                 Err(error) => {
                     log::warn!("accept: {error}");
@@ -239,11 +286,13 @@ pub async fn run(
                 break;
             }
             () = stopped(&mut stopping) => break,
+            // Reaps ended connections, so the set holds only open ones.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
     shared.shutdown.send_replace(true);
-    let all = u32::try_from(LIMITS.max_connections).unwrap_or(u32::MAX);
-    if tokio::time::timeout(LIMITS.shutdown_grace, permits.acquire_many(all))
+    let drained = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(LIMITS.shutdown_grace, drained)
         .await
         .is_err()
     {

@@ -5,8 +5,11 @@
 //! group ([`LatestReport`]) and publishes the rendered exposition. A thread of its own serves
 //! HTTP ([`http`]) and only ever hands out the last published exposition, so any number of
 //! scrapers see the same windows, and no request changes anything. `/healthz` answers 200
-//! while the sampling loop has ticked within two of the plan's shortest periods.
+//! while the sampling loop has ticked within two of the plan's shortest periods and, when it
+//! reads the kernel, the module was loaded at its last tick (a module being reloaded makes it
+//! 503 until the module is back).
 
+mod admission;
 mod deadline;
 pub mod http;
 pub mod tls;
@@ -33,6 +36,8 @@ pub struct Published {
     last_tick: AtomicU64,
     /// How stale the last tick may be for `/healthz` to answer 200.
     healthy_within: Duration,
+    /// What the last tick found wrong with its source (the module is not loaded).
+    source_problem: Mutex<Option<String>>,
 }
 
 impl Published {
@@ -42,6 +47,7 @@ impl Published {
             started: Instant::now(),
             last_tick: AtomicU64::new(0),
             healthy_within,
+            source_problem: Mutex::new(None),
         }
     }
 
@@ -62,17 +68,31 @@ impl Published {
         }
     }
 
-    fn ticked(&self) {
+    fn ticked(&self, source_problem: Option<String>) {
         let elapsed = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_tick.store(elapsed, Ordering::Relaxed);
+        *self
+            .source_problem
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = source_problem;
     }
 
-    /// `Ok` while the sampling loop ticked recently enough; why not otherwise.
+    /// `Ok` while the sampling loop ticked recently enough and its source was there; why not
+    /// otherwise.
     ///
     /// # Errors
     ///
-    /// How long ago the last tick was, when that is too long.
+    /// How long ago the last tick was, when that is too long; what the last tick found
+    /// missing.
     pub fn health(&self) -> Result<(), String> {
+        if let Some(problem) = self
+            .source_problem
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+        {
+            return Err(problem);
+        }
         let last = Duration::from_millis(self.last_tick.load(Ordering::Relaxed));
         let since = self.started.elapsed().saturating_sub(last);
         if since <= self.healthy_within {
@@ -120,7 +140,7 @@ pub fn serve(
         exposition(&latest, monitor.counters()),
         healthy_within,
     ));
-    published.ticked();
+    published.ticked(monitor.source().module_missing());
     let stop = Arc::new(AtomicBool::new(false));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -147,7 +167,9 @@ pub fn serve(
                 served
             })?
     };
-    while let Some(report) = monitor.next_report(&stop, |_| published.ticked()) {
+    while let Some(report) = monitor.next_report(&stop, |monitor| {
+        published.ticked(monitor.source().module_missing());
+    }) {
         latest.update(report);
         published.publish(exposition(&latest, monitor.counters()));
     }
