@@ -37,9 +37,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::prometheus::PrometheusServer;
+use common::written::{counter_key, CounterKey, Labels, Written};
 use common::*;
-use nds_abi::counters::NcCounter;
-use nds_loadgen::ProducerReport;
 use nds_sysfs::TimeInUseUnit;
 use serde_json::Value;
 
@@ -49,62 +48,6 @@ const FAST_INTERVAL: &str = "1s";
 const SLOW_INTERVAL: &str = "2500ms";
 const MINUTE: Duration = Duration::from_secs(60);
 const REPORTS: &str = "nds_monitor_reports_total";
-
-/// `status_type` of `execution_status_total` and the slab counter behind it (the companion
-/// exporter's names, Documentation/userspace.rst).
-const STATUS_TYPES: [(&str, NcCounter); 6] = [
-    ("completed", NcCounter::InferCompleted),
-    ("completed_with_err", NcCounter::InferCompletedWithErr),
-    (
-        "completed_with_num_err",
-        NcCounter::InferCompletedWithNumErr,
-    ),
-    ("timed_out", NcCounter::InferTimedOut),
-    ("incorrect_input", NcCounter::InferIncorrectInput),
-    ("failed_to_queue", NcCounter::InferFailedToQueue),
-];
-
-/// `error_type` of `execution_errors_total` and its slab counter.
-const ERROR_TYPES: [(&str, NcCounter); 6] = [
-    ("generic", NcCounter::ErrGeneric),
-    ("numerical", NcCounter::ErrNumerical),
-    ("transient", NcCounter::ErrTransient),
-    ("model", NcCounter::ErrModel),
-    ("runtime", NcCounter::ErrRt),
-    ("hardware", NcCounter::ErrHw),
-];
-
-/// A tag's counter series: family, `runtime_tag`, and its `status_type` or `error_type`.
-type CounterKey = (String, String, String);
-
-/// What producers wrote, per counter series.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct Written(BTreeMap<CounterKey, u64>);
-
-impl Written {
-    fn add(&mut self, report: &ProducerReport) {
-        for (family, types) in [
-            ("execution_status_total", &STATUS_TYPES),
-            ("execution_errors_total", &ERROR_TYPES),
-        ] {
-            for (label, counter) in types {
-                let value: u64 = (0..2).map(|core| report.nc(core, counter.name())).sum();
-                *self
-                    .0
-                    .entry((family.into(), report.tag.clone(), (*label).into()))
-                    .or_default() += value;
-            }
-        }
-    }
-
-    fn plus(&self, other: &Self) -> Self {
-        let mut sum = self.clone();
-        for (key, value) in &other.0 {
-            *sum.0.entry(key.clone()).or_default() += value;
-        }
-        sum
-    }
-}
 
 /// A producer process, as the slab file's name and its tag show it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -135,9 +78,6 @@ const D: Process = Process {
     pid: 8804,
     tag: "pair-shared",
 };
-
-/// Labels of a stored series (with `__name__`).
-type Labels = BTreeMap<String, String>;
 
 /// One server's scrapes: scrape timestamp (ms) → every series of it → its value as stored.
 type Scrapes = BTreeMap<i64, BTreeMap<Labels, String>>;
@@ -181,21 +121,6 @@ fn report_number(scrape: &BTreeMap<Labels, String>) -> u64 {
         .find(|(labels, _)| labels["__name__"] == REPORTS)
         .map(|(_, value)| value.parse().unwrap())
         .expect("every scrape has the report counter")
-}
-
-/// The tag counter a stored series is, if it is one.
-fn counter_key(labels: &Labels) -> Option<CounterKey> {
-    let name = labels.get("__name__")?;
-    let kind = match name.as_str() {
-        "execution_status_total" => labels.get("status_type")?,
-        "execution_errors_total" => labels.get("error_type")?,
-        _ => return None,
-    };
-    Some((
-        name.clone(),
-        labels.get("runtime_tag")?.clone(),
-        kind.clone(),
-    ))
 }
 
 /// A scrape's tag counters.

@@ -10,6 +10,7 @@ pub mod served;
 #[allow(unused_imports)] // Each test binary uses a different subset.
 pub use served::{exchange, nds_monitor, request, tool, Response, Served};
 pub mod shape;
+pub mod written;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write as _};
