@@ -58,6 +58,7 @@ all: module
 
 deps:
 	bash qemu/deps.sh
+	bash qemu/cargo-targets.sh
 
 kernel: deps
 	bash qemu/kernel.sh $(VARIANT) >/dev/null
