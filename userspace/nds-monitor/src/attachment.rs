@@ -14,6 +14,7 @@ use crate::feeds::SlabFeeds;
 use crate::groups;
 use crate::host::ProcessCpu;
 use crate::latency::LatencyReservoir;
+use crate::pods::SlabAttribution;
 use crate::snapshot::{observe, sample_latencies, Observation, SlabReading};
 use crate::source::{Candidate, Owner, SlabKey};
 
@@ -125,6 +126,8 @@ pub struct Attachment {
     pub cpu_baseline: Option<(Instant, ProcessCpu)>,
     /// The exporter's series it feeds.
     pub feeds: SlabFeeds,
+    /// The containers of its series, with pod attribution on.
+    pub pods: SlabAttribution,
 }
 
 impl Attachment {
@@ -166,6 +169,7 @@ impl Attachment {
             inferences: [0; NDS_TOTAL_NEURONCORE_COUNT],
             cpu_baseline: ProcessCpu::read(proc_root, pid).ok().map(|cpu| (now, cpu)),
             feeds: SlabFeeds::new(ran_before_monitor),
+            pods: SlabAttribution::default(),
         };
         if let Observation::Reading(reading) = observe(&attachment.store) {
             attachment.tag = groups::tag_of(&reading, pid);
@@ -210,6 +214,7 @@ impl Attachment {
             neuron_runtime_tag: self.tag.clone(),
             error,
             report: RuntimeReport::default(),
+            pods: self.pods.pods().clone(),
         }
     }
 

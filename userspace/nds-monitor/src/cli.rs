@@ -76,6 +76,15 @@ pub struct Cli {
     /// Root of the Neuron driver's sysfs devices (device type and ECC counters, where present).
     #[arg(long, default_value = DEFAULT_HARDWARE_ROOT)]
     pub hardware_sysfs_root: PathBuf,
+    /// The kubelet's PodResources socket (`/var/lib/kubelet/pod-resources/kubelet.sock`):
+    /// label the exposition's per-process and per-core series with the pod, namespace and
+    /// container holding their Neuron device or cores. Off unless given; Prometheus only.
+    #[arg(long, value_name = "PATH")]
+    pub pod_resources_socket: Option<PathBuf>,
+    /// How often to ask the kubelet which containers hold the devices.
+    #[arg(long, default_value = "10s", value_parser = period_argument,
+          requires = "pod_resources_socket")]
+    pub pod_resources_period: Duration,
     /// What to do instead of printing reports.
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::pods::SlabPods;
+
 /// One report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MonitorDocument {
@@ -51,6 +53,10 @@ pub struct RuntimeEntry {
     pub error: String,
     /// The groups due this period.
     pub report: RuntimeReport,
+    /// The containers its series are labelled with in the exposition (none in the JSON, whose
+    /// shape is neuron-monitor's).
+    #[serde(skip)]
+    pub pods: SlabPods,
 }
 
 /// The runtime groups; a group not due this period is absent.

@@ -35,6 +35,9 @@ pub enum Error {
     #[cfg(feature = "serve")]
     #[error("serve: {0}")]
     Tls(#[from] crate::serve::tls::TlsError),
+    /// The thread asking the kubelet for pod attribution could not be started.
+    #[error("pod attribution: {0}")]
+    PodAttribution(#[source] io::Error),
     /// The HTTP endpoint could not be set up.
     #[error("serve {address}: {source}")]
     Serve {

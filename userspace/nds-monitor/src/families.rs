@@ -130,6 +130,14 @@ pub static MONITOR_ATTACH_FAILURES: Family = counter(
     true,
 );
 
+/// `nds_monitor_pod_resources_errors_total`: calls to the kubelet that failed.
+pub static MONITOR_POD_RESOURCES_ERRORS: Family = counter(
+    "nds_monitor_pod_resources_errors_total",
+    "Calls to the kubelet's PodResources List that failed: no socket, refused, an error \
+     status, or no answer within the deadline (the last mapping is used a while longer).",
+    true,
+);
+
 /// The per-process family of an `other_info` node.
 #[must_use]
 pub fn runtime_other(node: &SysfsCounter) -> Option<&'static Family> {

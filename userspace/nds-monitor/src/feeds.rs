@@ -5,8 +5,11 @@
 //! The series are taken when the slab's labels are first known and taken again when they
 //! change (a process may publish its tag after the monitor attached): what a tag's series
 //! counted stays in it and the new tag's series counts only what comes after, while the
-//! per-process series start over under the new labels with the process's whole count. Dropping the feeds ([`SlabFeeds::release`]) leaves every series
-//! with the slab's last value.
+//! per-process series start over under the new labels with the process's whole count. The
+//! same goes for the pod labels ([`crate::pods`]): a slab whose container changes (its pod
+//! appears, or leaves the kubelet's list) starts its per-process series over under the new
+//! ones. Dropping the feeds ([`SlabFeeds::release`]) leaves every series with the slab's last
+//! value.
 
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
@@ -22,6 +25,7 @@ use crate::families::{self, EXECUTION_ERRORS, EXECUTION_STATUS, RUNTIME_LATENCY,
 use crate::groups::CoreIndexing;
 use crate::labels::{self, Labels};
 use crate::latency::LATENCY_BUCKETS_SECONDS;
+use crate::pods::SlabPods;
 
 /// `status_type` values of `execution_status_total`, with their counters.
 pub const STATUS_TYPES: [(&str, NcCounter); 6] = [
@@ -55,15 +59,25 @@ pub struct SlabLabels<'a> {
     pub pid: i32,
     /// How its cores are numbered instance-wide (its device, cores per device).
     pub indexing: CoreIndexing,
+    /// The containers of its series (none without pod attribution).
+    pub pods: &'a SlabPods,
 }
 
 impl SlabLabels<'_> {
-    fn process(&self) -> Labels<'static> {
+    /// The labels every per-process series has.
+    fn base(&self) -> Labels<'static> {
         vec![
             ("runtime_tag", self.tag.to_owned()),
             ("pid", self.pid.to_string()),
             ("neuron_device_index", self.indexing.device.to_string()),
         ]
+    }
+
+    /// The labels of the series about the process as a whole.
+    fn process(&self) -> Labels<'static> {
+        let mut labels = self.base();
+        labels.extend(self.pods.process_labels());
+        labels
     }
 }
 
@@ -82,6 +96,7 @@ struct TakenFor {
     tag: String,
     pid: i32,
     indexing: CoreIndexing,
+    pods: SlabPods,
     wants: Wants,
 }
 
@@ -90,6 +105,7 @@ impl TakenFor {
         self.tag == who.tag
             && self.pid == who.pid
             && self.indexing == who.indexing
+            && self.pods == *who.pods
             && self.wants == wants
     }
 }
@@ -157,13 +173,16 @@ fn family_of(group: SysfsGroup, node: &nds_abi::sysfs::SysfsCounter) -> Option<&
     }
 }
 
-/// The labels of `node`'s series on core `key` of a process.
+/// The labels of `node`'s series on core `key` of a process (`base` labels), held by the
+/// container of `pods`.
 fn node_labels(
-    process: &Labels<'static>,
+    base: &Labels<'static>,
+    pods: &SlabPods,
     key: &str,
     node: &nds_abi::sysfs::SysfsCounter,
 ) -> String {
-    let core = labels::with(process, &[("neuroncore", key)]);
+    let mut core = labels::with(base, &[("neuroncore", key)]);
+    core.extend(pods.core_labels(key));
     match node.group {
         SysfsGroup::Status => labels::render(&labels::with(&core, &[("status", node.name)])),
         SysfsGroup::OtherInfo => labels::render(&core),
@@ -228,13 +247,13 @@ impl SlabFeeds {
                     if values.iter().all(|&value| value == 0) {
                         continue;
                     }
-                    let process = who.process();
+                    let base = who.base();
                     let tracked = SYSFS_COUNTERS
                         .iter()
                         .enumerate()
                         .filter_map(|(index, node)| {
                             let family = family_of(node.group, node)?;
-                            let labels = node_labels(&process, &key, node);
+                            let labels = node_labels(&base, who.pods, &key, node);
                             let series = counters.acquire(family, Sample::Total, labels);
                             Some((index, Tracked::new(series)))
                         })
@@ -323,6 +342,7 @@ impl SlabFeeds {
             tag: who.tag.to_owned(),
             pid: who.pid,
             indexing: who.indexing,
+            pods: who.pods.clone(),
             wants,
         });
     }

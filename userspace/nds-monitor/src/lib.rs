@@ -13,7 +13,9 @@
 //!
 //! [`prometheus::render`] turns a report into the Prometheus text format, with the metric names
 //! and labels of neuron-monitor's companion exporter, and [`serve`] answers scrapes over HTTP.
-//! [`terminal`] escapes what other processes wrote before any tool shows it.
+//! [`pods`] labels the series with the pod, namespace and container of each slab from the
+//! kubelet's PodResources API. [`terminal`] escapes what other processes wrote before any tool
+//! shows it.
 
 #![warn(missing_docs)]
 
@@ -31,6 +33,7 @@ pub mod imds;
 pub mod labels;
 pub mod latency;
 pub mod monitor;
+pub mod pods;
 pub mod process_metrics;
 pub mod prometheus;
 pub mod report;

@@ -12,6 +12,7 @@ use std::time::Instant;
 use clap::Parser;
 use cli::{Cli, Command, Format};
 use nds_monitor::hardware::HardwareTree;
+use nds_monitor::pods::refresh;
 use nds_monitor::prometheus::{exposition, LatestReport};
 use nds_monitor::serve::{serve, TlsFiles};
 use nds_monitor::{Error, HostSource, Monitor, Plan, Result, SlabSource, Source};
@@ -53,6 +54,13 @@ fn source(cli: &Cli) -> Source {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    if cli.pod_resources_socket.is_some() && cli.command.is_none() && cli.format == Format::Json {
+        return Err(Error::Config(
+            "--pod-resources-socket labels the Prometheus exposition: use it with serve or \
+             --format prometheus"
+                .to_owned(),
+        ));
+    }
     let plan = plan(&cli)?;
     let source = source(&cli);
     // A malformed parameter stops the monitor here; later, a report says so in its group.
@@ -63,7 +71,17 @@ fn run(cli: Cli) -> Result<()> {
         plan.system.len(),
         plan.shortest_period()
     );
-    let monitor = Monitor::new(source, plan, Instant::now());
+    let mut monitor = Monitor::new(source, plan, Instant::now());
+    if let Some(socket) = &cli.pod_resources_socket {
+        let feed = refresh::start(socket.clone(), cli.pod_resources_period)
+            .map_err(Error::PodAttribution)?;
+        log::info!(
+            "pod attribution from {} every {:?}",
+            socket.display(),
+            cli.pod_resources_period
+        );
+        monitor = monitor.with_pod_attribution(feed);
+    }
     // Said once at start and again whenever it changes; the documents carry it too.
     let mut no_device = monitor.source().no_device_reason();
     if let Some(reason) = &no_device {

@@ -17,13 +17,16 @@ use crate::attachment::{AttachFailure, Attachment, EndReason};
 use crate::config::{Plan, RuntimeGroup};
 use crate::counters::{Counters, Sample, SeriesId};
 use crate::document::{InstanceInfo, MonitorDocument, RuntimeEntry};
-use crate::families::{MONITOR_ATTACH_FAILURES, MONITOR_REPORTS, MONITOR_SLABS_ENDED};
+use crate::families::{
+    MONITOR_ATTACH_FAILURES, MONITOR_POD_RESOURCES_ERRORS, MONITOR_REPORTS, MONITOR_SLABS_ENDED,
+};
 use crate::feeds::{SlabLabels, Wants};
 use crate::groups::{self, CoreIndexing};
 use crate::hardware;
 use crate::host;
 use crate::imds::InstanceMetadata;
 use crate::labels;
+use crate::pods::{self, PodFeed};
 use crate::report::{self, RuntimeContext, SystemBaselines, SystemContext};
 use crate::schedule::{GroupId, Schedule};
 use crate::snapshot::{observe, sample_latencies, Observation, SlabReading};
@@ -76,6 +79,8 @@ struct ExporterSeries {
     reports: SeriesId,
     ended: [(EndReason, SeriesId); 3],
     attach_failures: [(AttachFailure, SeriesId); 5],
+    /// With pod attribution: its failures' series, and the feed's count it has added so far.
+    pod_failures: Option<(SeriesId, u64)>,
 }
 
 impl ExporterSeries {
@@ -101,6 +106,27 @@ impl ExporterSeries {
             reports,
             ended,
             attach_failures,
+            pod_failures: None,
+        }
+    }
+
+    /// Keeps `nds_monitor_pod_resources_errors_total` from now on (once).
+    fn count_pod_failures(&mut self) {
+        if self.pod_failures.is_none() {
+            let series =
+                self.counters
+                    .acquire(&MONITOR_POD_RESOURCES_ERRORS, Sample::Total, String::new());
+            self.pod_failures = Some((series, 0));
+        }
+    }
+
+    /// Adds the failures `feed` counted since the last time.
+    fn sync_pod_failures(&mut self, feed: &PodFeed) {
+        if let Some((series, added)) = self.pod_failures.as_mut() {
+            let now = feed.failures();
+            self.counters
+                .add(*series, now.saturating_sub(*added) as f64);
+            *added = now;
         }
     }
 
@@ -152,6 +178,8 @@ pub struct Monitor {
     /// The slabs (and their generation) the last refresh could not attach, and why: each is
     /// counted once, when it first fails.
     attach_failed: BTreeMap<(SlabKey, Option<u64>), AttachFailure>,
+    /// Which containers hold the devices, with pod attribution on.
+    pods: Option<PodFeed>,
 }
 
 impl Monitor {
@@ -179,6 +207,7 @@ impl Monitor {
             started: now,
             own_start_ticks: host::own_start_ticks(),
             attach_failed: BTreeMap::new(),
+            pods: None,
         }
     }
 
@@ -186,7 +215,22 @@ impl Monitor {
     /// are followed at every tick, so that what a process counted until it ended is in them.
     #[must_use]
     pub fn with_counters(mut self) -> Self {
-        self.exporter = Some(ExporterSeries::new());
+        let mut exporter = ExporterSeries::new();
+        if self.pods.is_some() {
+            exporter.count_pod_failures();
+        }
+        self.exporter = Some(exporter);
+        self
+    }
+
+    /// Labels the exporter's series with the containers `feed` says hold each slab's device
+    /// and cores ([`crate::pods`]), and counts the feed's failures.
+    #[must_use]
+    pub fn with_pod_attribution(mut self, feed: PodFeed) -> Self {
+        if let Some(exporter) = self.exporter.as_mut() {
+            exporter.count_pod_failures();
+        }
+        self.pods = Some(feed);
         self
     }
 
@@ -293,7 +337,7 @@ impl Monitor {
     /// of processes whose rule reports `execution_stats`, and (with counters) every counter.
     pub fn tick(&mut self, now: Instant) {
         self.refresh(now);
-        self.sample();
+        self.sample(now);
     }
 
     /// How often to [`tick`](Monitor::tick) between reports: a few dozen times per period.
@@ -316,7 +360,11 @@ impl Monitor {
         self.schedule.until_due(now, shortest).min(shortest)
     }
 
-    fn sample(&mut self) {
+    fn sample(&mut self, now: Instant) {
+        let attribution = self.pods.as_ref().and_then(|feed| feed.current(now));
+        if let (Some(exporter), Some(feed)) = (self.exporter.as_mut(), self.pods.as_ref()) {
+            exporter.sync_pod_failures(feed);
+        }
         for attachment in self.attachments.values_mut() {
             let wants = wants(&self.plan, &attachment.tag);
             let mut latencies = Vec::new();
@@ -340,13 +388,21 @@ impl Monitor {
             if !valid || attachment.store.file_truncated() {
                 continue;
             }
+            let indexing = CoreIndexing {
+                device: attachment.candidate.device,
+                per_device: self.per_device,
+            };
+            // Only looked at with a mapping to resolve against.
+            let counted = attribution
+                .as_ref()
+                .map_or(0, |_| pods::counted_cores(&self.scratch, self.per_device));
             let who = SlabLabels {
                 tag: &attachment.tag,
                 pid: attachment.owner.pid,
-                indexing: CoreIndexing {
-                    device: attachment.candidate.device,
-                    per_device: self.per_device,
-                },
+                indexing,
+                pods: attachment
+                    .pods
+                    .update(attribution.as_ref(), indexing, counted),
             };
             let counters = &mut exporter.counters;
             attachment

@@ -11,6 +11,12 @@
 //!   info metrics, and the rest. Runtime series carry `runtime_tag` and, like every series,
 //!   the instance labels; NeuronCore indexes are instance-wide. Gauges of processes sharing a
 //!   tag are added up (latency percentiles: the larger).
+//!
+//! With pod attribution ([`crate::pods`]), every per-process series (those with `pid`) and
+//! every per-core series of a process (`neuroncore_*`, `nds_runtime_*` with `neuroncore`)
+//! also carries `pod`, `namespace` and `container` when a container holds its device or core;
+//! the per-tag series (which add up processes of any pod) and the kernel's per-device totals
+//! (which outlive every owner) carry none.
 //! * this monitor's, prefixed `nds_`, named by the Prometheus naming guide: per-status and
 //!   usage counters per process and core from its slab (`nds_runtime_*`, with `pid` so that
 //!   processes sharing a tag stay apart), the kernel's aggregates per device and core from
@@ -157,12 +163,14 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
     let report = &entry.report;
     if let Some(cores) = &report.neuroncore_counters {
         for (core, usage) in &cores.neuroncores_in_use {
+            let mut labels = with(&tag, &[("neuroncore", core)]);
+            labels.extend(entry.pods.core_labels(core));
             out.add(
                 gauge(
                     "neuroncore_utilization_ratio",
                     "NeuronCore utilization ratio",
                 ),
-                &with(&tag, &[("neuroncore", core)]),
+                &labels,
                 usage.neuroncore_utilization / 100.0,
             );
         }
@@ -194,7 +202,8 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
         }
         for (core, kinds) in &used.usage_breakdown.neuroncore_memory_usage {
             // The companion exporter leaves memory_location unset here, which prints "None".
-            let labels = with(&tag, &[("neuroncore", core), ("memory_location", "None")]);
+            let mut labels = with(&tag, &[("neuroncore", core), ("memory_location", "None")]);
+            labels.extend(entry.pods.core_labels(core));
             for (name, help, bytes) in [
                 (
                     "neuroncore_memory_usage_constants",
@@ -244,7 +253,7 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
 fn nds_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labels<'static>) {
     let device = entry.neuron_device_index.to_string();
     let pid = entry.pid.to_string();
-    let base = with(
+    let mut base = with(
         instance,
         &[
             ("runtime_tag", &entry.neuron_runtime_tag),
@@ -252,6 +261,7 @@ fn nds_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labels<'st
             ("neuron_device_index", &device),
         ],
     );
+    base.extend(entry.pods.process_labels());
     out.add(
         gauge(
             "nds_runtime_info",

@@ -1,0 +1,387 @@
+//! Pod attribution against a fake kubelet: a PodResources server (the generated service of
+//! the kubelet's `api.proto`) on a unix socket, `nds-monitor serve` on slab files the load
+//! generator keeps writing, and pods that come and go meanwhile. Every per-process and
+//! per-core series of a slab carries the pod of the container holding its device or cores; a
+//! pod that leaves the list labels no new series; a kubelet that is missing or never answers
+//! stalls no scrape and is counted.
+
+mod common;
+
+use std::os::unix::net::UnixListener as StdUnixListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::*;
+use nds_podresources::tonic::{self, Request, Response, Status};
+use nds_podresources::v1::pod_resources_lister_server::PodResourcesLister;
+use nds_podresources::v1::{
+    ContainerDevices, ContainerResources, ListPodResourcesRequest, ListPodResourcesResponse,
+    PodResources,
+};
+
+/// What the fake kubelet lists, changed by the test while it serves.
+#[derive(Clone, Default)]
+struct Pods(Arc<Mutex<Vec<PodResources>>>);
+
+impl Pods {
+    fn set(&self, pods: Vec<PodResources>) {
+        *self.0.lock().unwrap() = pods;
+    }
+}
+
+#[tonic::async_trait]
+impl PodResourcesLister for Pods {
+    async fn list(
+        &self,
+        _: Request<ListPodResourcesRequest>,
+    ) -> Result<Response<ListPodResourcesResponse>, Status> {
+        let pod_resources = self.0.lock().unwrap().clone();
+        Ok(Response::new(ListPodResourcesResponse { pod_resources }))
+    }
+}
+
+/// Serves `pods` on `socket` from a thread of its own for the rest of the test process.
+fn fake_kubelet(socket: &Path, pods: Pods) {
+    let listener = StdUnixListener::bind(socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::UnixListener::from_std(listener).unwrap();
+            let _ = nds_podresources::serve(listener, pods).await;
+        });
+    });
+}
+
+/// A pod of one container holding `(resource, ids)` each.
+fn pod(namespace: &str, name: &str, container: &str, held: &[(&str, &[&str])]) -> PodResources {
+    PodResources {
+        name: name.to_owned(),
+        namespace: namespace.to_owned(),
+        containers: vec![ContainerResources {
+            name: container.to_owned(),
+            devices: held
+                .iter()
+                .map(|&(resource, ids)| ContainerDevices {
+                    resource_name: resource.to_owned(),
+                    device_ids: ids.iter().map(|&id| id.to_owned()).collect(),
+                })
+                .collect(),
+        }],
+    }
+}
+
+/// Producers that keep adding to their slabs until dropped.
+struct Load {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Load {
+    /// Keeps writing `(device, pid, tag)`'s slab each (created here) in `dir`.
+    fn start(dir: &Path, slabs: &[(u32, i32, &str)]) -> Self {
+        for &(device, pid, tag) in slabs {
+            produce(dir, device, pid, tag, 20);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let (dir, stopping) = (dir.to_path_buf(), Arc::clone(&stop));
+        let slabs: Vec<(u32, i32, String)> = slabs
+            .iter()
+            .map(|&(device, pid, tag)| (device, pid, tag.to_owned()))
+            .collect();
+        let thread = std::thread::spawn(move || {
+            while !stopping.load(Ordering::Relaxed) {
+                for (device, pid, tag) in &slabs {
+                    produce_more(&dir, *device, *pid, tag, 5);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// `nds-monitor serve` on `scratch` asking the kubelet at `socket` every 200 ms.
+fn serve_with_kubelet(scratch: &Scratch, socket: &Path) -> Served {
+    Served::start(
+        scratch
+            .monitor_command("200ms")
+            .arg("--pod-resources-socket")
+            .arg(socket)
+            .args(["--pod-resources-period", "200ms"])
+            .args(["serve", "--listen", "127.0.0.1:0"]),
+    )
+}
+
+/// The sample lines of process `pid`.
+fn lines_of(body: &str, pid: i32) -> Vec<&str> {
+    let label = format!("pid=\"{pid}\"");
+    body.lines()
+        .filter(|line| !line.starts_with('#') && line.contains(&label))
+        .collect()
+}
+
+/// The `pod`, `namespace` and `container` labels naming a container.
+fn labels_of(namespace: &str, pod: &str, container: &str) -> [String; 3] {
+    [
+        format!("pod=\"{pod}\""),
+        format!("namespace=\"{namespace}\""),
+        format!("container=\"{container}\""),
+    ]
+}
+
+/// Whether process `pid` has series, and every one names the container (`Some`) or none
+/// (`None`).
+fn all_labelled(body: &str, pid: i32, holder: Option<&[String; 3]>) -> bool {
+    let lines = lines_of(body, pid);
+    !lines.is_empty()
+        && lines.iter().all(|line| match holder {
+            Some(labels) => labels.iter().all(|label| line.contains(label.as_str())),
+            None => !line.contains("pod=") && !line.contains("container="),
+        })
+}
+
+/// The value of the first sample line starting with `prefix`.
+fn sample(body: &str, prefix: &str) -> Option<f64> {
+    body.lines()
+        .find(|line| line.starts_with(prefix))
+        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
+}
+
+// Slab files without a device tree: 16 NeuronCore slots per device, so device 1's cores 0 and
+// 1 (the producers count on two) are instance-wide 16 and 17.
+const WHOLE: (u32, i32, &str) = (0, 7001, "whole-device");
+const CORES: (u32, i32, &str) = (1, 7002, "two-cores");
+const LATER: (u32, i32, &str) = (2, 7003, "no-pod-yet");
+const AFTER: (u32, i32, &str) = (0, 7004, "after-the-pod");
+
+#[test]
+fn every_series_of_a_slab_carries_its_containers_pod_while_pods_come_and_go() {
+    let scratch = Scratch::new("pods-load");
+    let socket = scratch.0.join("kubelet.sock");
+    let pods = Pods::default();
+    pods.set(vec![
+        pod(
+            "ml",
+            "trainer-0",
+            "main",
+            &[("aws.amazon.com/neuron", &["0"])],
+        ),
+        pod(
+            "serving",
+            "server-0",
+            "infer",
+            // An id that is no index is left out; the others still count.
+            &[("aws.amazon.com/neuroncore", &["16", "17", "nc-9"])],
+        ),
+        pod(
+            "gpu",
+            "cuda-0",
+            "main",
+            &[("nvidia.com/gpu", &["GPU-0a1b"])],
+        ),
+    ]);
+    fake_kubelet(&socket, pods.clone());
+    let load = Load::start(&scratch.slabs(), &[WHOLE, CORES, LATER]);
+    let served = serve_with_kubelet(&scratch, &socket);
+
+    let trainer = labels_of("ml", "trainer-0", "main");
+    let server = labels_of("serving", "server-0", "infer");
+    let first = served.scrape_until(|body| {
+        all_labelled(body, WHOLE.1, Some(&trainer))
+            && all_labelled(body, CORES.1, Some(&server))
+            && lines_of(body, CORES.1)
+                .iter()
+                .any(|line| line.starts_with("nds_runtime_status_total{"))
+            && body.contains("neuroncore_utilization_ratio{")
+    });
+    // Every per-process series of each slab, gauges, counters and histograms alike.
+    for (pid, holder) in [
+        (WHOLE.1, Some(&trainer)),
+        (CORES.1, Some(&server)),
+        (LATER.1, None),
+    ] {
+        let lines = lines_of(&first, pid);
+        for family in [
+            "nds_runtime_info{",
+            "nds_runtime_status_total{",
+            "nds_runtime_latency_seconds_bucket{",
+        ] {
+            assert!(
+                lines.iter().any(|line| line.starts_with(family)),
+                "pid {pid} has no {family}:\n{first}"
+            );
+        }
+        assert!(all_labelled(&first, pid, holder), "pid {pid}:\n{first}");
+    }
+    // Per-core series of the ecosystem's families carry the core's holder.
+    for line in first
+        .lines()
+        .filter(|line| line.starts_with("neuroncore_utilization_ratio{"))
+    {
+        let core16 = line.contains("neuroncore=\"16\"") || line.contains("neuroncore=\"17\"");
+        let core0 = line.contains("neuroncore=\"0\"") || line.contains("neuroncore=\"1\"");
+        let expected = match (core16, core0) {
+            (true, _) => Some(&server),
+            (_, true) => Some(&trainer),
+            _ => None,
+        };
+        match expected {
+            Some(labels) => assert!(labels.iter().all(|l| line.contains(l.as_str())), "{line}"),
+            None => assert!(!line.contains("pod="), "{line}"),
+        }
+    }
+    // Per-tag and per-device series name no pod.
+    for line in first.lines().filter(|line| {
+        line.starts_with("execution_status_total{") || line.starts_with("nds_device_")
+    }) {
+        assert!(!line.contains("pod="), "{line}");
+    }
+    assert_eq!(
+        sample(&first, "nds_monitor_pod_resources_errors_total{"),
+        Some(0.0)
+    );
+
+    // The trainer's pod leaves; a new pod takes device 2 whole.
+    let batch = labels_of("batch", "batch-0", "job");
+    pods.set(vec![
+        pod(
+            "serving",
+            "server-0",
+            "infer",
+            &[("aws.amazon.com/neuroncore", &["16", "17"])],
+        ),
+        pod(
+            "batch",
+            "batch-0",
+            "job",
+            &[("aws.amazon.com/neuron", &["2"])],
+        ),
+    ]);
+    let moved = served.scrape_until(|body| {
+        all_labelled(body, WHOLE.1, None) && all_labelled(body, LATER.1, Some(&batch))
+    });
+    assert!(!moved.contains("pod=\"trainer-0\""), "{moved}");
+    assert!(all_labelled(&moved, CORES.1, Some(&server)), "{moved}");
+
+    // A process that starts on the device after the pod left is nobody's either.
+    let _after = Load::start(&scratch.slabs(), &[AFTER]);
+    let later = served.scrape_until(|body| {
+        lines_of(body, AFTER.1)
+            .iter()
+            .any(|line| line.starts_with("nds_runtime_status_total{"))
+    });
+    assert!(all_labelled(&later, AFTER.1, None), "{later}");
+    assert!(!later.contains("pod=\"trainer-0\""), "{later}");
+    assert_eq!(
+        sample(&later, "nds_monitor_pod_resources_errors_total{"),
+        Some(0.0)
+    );
+    drop(load);
+    let status = served.stop_with(libc::SIGTERM);
+    assert!(status.success(), "{status}");
+}
+
+/// Scrapes `served` for `for_how_long`: each answer must come within a second, and `/healthz`
+/// stay 200; returns the last exposition.
+fn scrape_steadily(served: &Served, for_how_long: Duration) -> String {
+    let until = Instant::now() + for_how_long;
+    let mut last = String::new();
+    while Instant::now() < until {
+        let started = Instant::now();
+        let metrics = served.get("/metrics");
+        let health = served.get("/healthz");
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(1), "a scrape took {took:?}");
+        assert!(metrics.status.contains(" 200 "), "{metrics:?}");
+        assert!(health.status.contains(" 200 "), "{health:?}");
+        last = metrics.body;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    last
+}
+
+#[test]
+fn a_missing_socket_or_a_silent_kubelet_stalls_no_scrape_and_is_counted() {
+    let scratch = Scratch::new("pods-unreachable");
+    produce(&scratch.slabs(), 0, 7101, "alone", 20);
+
+    // No socket at all: every refresh fails at once, each counted.
+    let missing = scratch.0.join("no-kubelet.sock");
+    let served = serve_with_kubelet(&scratch, &missing);
+    let body = scrape_steadily(&served, Duration::from_millis(1500));
+    assert!(all_labelled(&body, 7101, None), "{body}");
+    let errors = sample(&body, "nds_monitor_pod_resources_errors_total{").unwrap();
+    assert!(errors >= 2.0, "{errors} errors:\n{body}");
+    drop(served);
+
+    // A kubelet that accepts and never answers: each call ends at its 5 s deadline.
+    let silent: PathBuf = scratch.0.join("silent.sock");
+    let listener = StdUnixListener::bind(&silent).unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let served = serve_with_kubelet(&scratch, &silent);
+    // 7 s: past the first call's deadline, well before the second one's (at about 10 s).
+    let body = scrape_steadily(&served, Duration::from_secs(7));
+    assert!(all_labelled(&body, 7101, None), "{body}");
+    assert_eq!(
+        sample(&body, "nds_monitor_pod_resources_errors_total{"),
+        Some(1.0),
+        "one call past its deadline:\n{body}"
+    );
+    drop(served);
+}
+
+#[test]
+fn pod_attribution_is_for_the_exposition_only() {
+    let scratch = Scratch::new("pods-json");
+    let output = Command::new(nds_monitor())
+        .args([
+            "--pod-resources-socket",
+            "/nonexistent.sock",
+            "--count",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--pod-resources-socket labels the Prometheus exposition"),
+        "{stderr}"
+    );
+    // The period alone means nothing.
+    let output = scratch
+        .monitor_command("1s")
+        .args(["--pod-resources-period", "5s", "--count", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "a usage error");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--pod-resources-socket"),
+        "{output:?}"
+    );
+}

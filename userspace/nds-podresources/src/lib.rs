@@ -1,0 +1,30 @@
+//! The kubelet's PodResources API for the Neuron DataStore's monitor.
+//!
+//! [`v1`] is the API as the kubelet serves it on `/var/lib/kubelet/pod-resources/kubelet.sock`
+//! (gRPC service `v1.PodResourcesLister`), generated at build time from `proto/api.proto`.
+//! [`list`] asks it which devices each container of each pod holds (with the `client`
+//! feature), and [`Attribution`] turns the answer into which container holds Neuron device `d`
+//! and NeuronCore `c`, from the Neuron device plugin's resources. [`serve`] answers as the
+//! kubelet does, for fakes of it (with the `server` feature).
+
+#![warn(missing_docs)]
+
+mod attribution;
+#[cfg(feature = "client")]
+mod client;
+#[cfg(feature = "client")]
+mod error;
+#[cfg(feature = "server")]
+mod server;
+pub mod v1;
+
+pub use attribution::{Attribution, Container, Skip, SkipReason};
+#[cfg(feature = "client")]
+pub use client::list;
+#[cfg(feature = "client")]
+pub use error::Error;
+#[cfg(feature = "server")]
+pub use server::serve;
+/// The gRPC crate the server trait's signatures come from, for its implementers.
+#[cfg(feature = "server")]
+pub use tonic;
