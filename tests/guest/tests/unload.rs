@@ -3,8 +3,13 @@
 //! order) and leaves the module loaded with its original parameters.
 
 use neuron_ds_guest_tests::{
-    acquire, memory::MemoryReading, nc_offset, open_device, Mapping, Producer, DEVICE, SLAB_SIZE,
+    acquire, helper_path, memory::MemoryReading, module_control::unload_module, nc_offset,
+    open_device, Mapping, Producer, DEVICE, SLAB_SIZE,
 };
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
 use std::{fs, process::Command};
 
 const CYCLES: usize = 100;
@@ -128,4 +133,115 @@ fn load_and_unload_a_hundred_times_without_growth() {
         fs::metadata("/dev/neuron0").is_ok(),
         "the device is back after the last reload"
     );
+}
+
+/// `nds-monitor serve` running, stopped with SIGTERM when dropped.
+struct Exporter {
+    child: Child,
+    address: String,
+}
+
+impl Exporter {
+    fn start() -> Self {
+        let mut child = Command::new(helper_path("nds-monitor"))
+            .args(["--period", "200ms", "--instance-metadata", "off"])
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let address = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|rest| rest.strip_suffix("/metrics"))
+            .unwrap_or_else(|| panic!("no listening line: {line:?}"))
+            .to_owned();
+        Self { child, address }
+    }
+
+    /// The status line and body of `GET path`.
+    fn get(&self, path: &str) -> (String, String) {
+        let mut stream = TcpStream::connect(&self.address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: guest\r\n\r\n").unwrap();
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        let status = head.lines().next().unwrap_or_default().to_owned();
+        (status, body.to_owned())
+    }
+
+    /// Waits (at most 20 s) until `GET path` answers `status` with a body `ready` accepts.
+    fn wait_for(&self, path: &str, status: &str, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (line, body) = self.get(path);
+            if line.contains(status) && ready(&body) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{path} never {status}: {line}\n{body}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether the exposition has a per-device series of device 0 from the kernel's totals.
+fn has_device_zero(exposition: &str) -> bool {
+    exposition.lines().any(|line| {
+        line.starts_with("nds_device_inference_count_total{")
+            && line.contains("neuron_device_index=\"0\"")
+    })
+}
+
+/// A module reload (as a KMM or DKMS upgrade does) while the exporter serves: the exporter
+/// holds nothing that keeps the module loaded, `/healthz` is 503 while it is gone, and once it
+/// is back `/healthz` is 200 again and the device series return, without a restart.
+#[test]
+fn a_serving_exporter_follows_a_module_reload() {
+    let params_text = fs::read_to_string("/module.params").unwrap_or_default();
+    let params: Vec<&str> = params_text.split_whitespace().collect();
+    let exporter = Exporter::start();
+    let producer = Producer::start(DEVICE, &[(0, 1, 5)]).unwrap();
+    exporter.wait_for("/metrics", " 200 ", |body| {
+        has_device_zero(body) && body.contains(&format!("pid=\"{}\"", producer.pid))
+    });
+    producer.exit();
+    // The exporter lets go of the slab within a sampling step or two.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while let Err(errno) = unload_module() {
+        assert_eq!(errno, libc::EAGAIN, "delete_module");
+        assert!(
+            Instant::now() < deadline,
+            "the serving exporter keeps the module loaded"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let gone = exporter.wait_for("/healthz", " 503 ", |_| true);
+    assert!(gone.contains("neuron_ds module is not loaded"), "{gone}");
+    let mut args = vec!["/neuron_ds.ko"];
+    args.extend_from_slice(&params);
+    run("insmod", &args);
+    exporter.wait_for("/healthz", " 200 ", |_| true);
+    exporter.wait_for("/metrics", " 200 ", has_device_zero);
+    let producer = Producer::start(DEVICE, &[(0, 1, 7)]).unwrap();
+    exporter.wait_for("/metrics", " 200 ", |body| {
+        body.contains(&format!("pid=\"{}\"", producer.pid))
+    });
+    producer.exit();
 }
