@@ -215,26 +215,6 @@ fn settle(served: &Served) {
     }
 }
 
-/// Waits until `server` stored a scrape taken after Unix time `after`.
-fn scraped_after(server: &PrometheusServer, after: f64) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let latest = server.query(&format!("timestamp({REPORTS})"), None);
-        let taken = latest
-            .first()
-            .and_then(|sample| sample["value"][1].as_str()?.parse::<f64>().ok());
-        if taken.is_some_and(|taken| taken > after) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} stored no scrape after {after}",
-            server.address
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// The `(key, value)` pairs of an instant query's vector of `family` (arithmetic drops the
 /// name from the result's labels).
 fn vector_counters(family: &str, result: &[Value]) -> BTreeMap<CounterKey, f64> {
@@ -303,8 +283,8 @@ fn two_prometheus_servers_and_a_scrape_loop_see_the_same_reports_and_exact_count
     // Both servers hold the state before the minute, scraped at least half a second before
     // the minute's first write (the `offset` comparison below reads the state then).
     let started = unix_now();
-    scraped_after(&fast, started - 60.0);
-    scraped_after(&slow, started - 60.0);
+    fast.scraped_after(started - 60.0);
+    slow.scraped_after(started - 60.0);
     std::thread::sleep(Duration::from_secs(1));
     let minute_start = unix_now();
     let minute_clock = Instant::now();
@@ -357,8 +337,8 @@ fn two_prometheus_servers_and_a_scrape_loop_see_the_same_reports_and_exact_count
     }
     settle(&served);
     let settled = unix_now();
-    scraped_after(&fast, settled + 0.5);
-    scraped_after(&slow, settled + 0.5);
+    fast.scraped_after(settled + 0.5);
+    slow.scraped_after(settled + 0.5);
     stop.store(true, Ordering::Relaxed);
     let (looped, differing) = scraper.join().unwrap();
     let at = unix_now();

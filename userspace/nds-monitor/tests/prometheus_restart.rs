@@ -75,21 +75,7 @@ fn settle(served: &Served, prometheus: &PrometheusServer) {
         assert!(Instant::now() < deadline, "the exporter stopped reporting");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let settled = unix_now();
-    loop {
-        let latest = prometheus.query(&format!("timestamp({REPORTS})"), None);
-        let taken = latest
-            .first()
-            .and_then(|sample| sample["value"][1].as_str()?.parse::<f64>().ok());
-        if taken.is_some_and(|taken| taken > settled) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "Prometheus stored no scrape after {settled}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    prometheus.scraped_after(unix_now());
 }
 
 /// Every raw sample Prometheus holds of the tag's counter series, oldest first.

@@ -96,6 +96,26 @@ impl PrometheusServer {
         assert_eq!(answer["status"], "success", "{query}: {answer}");
         answer["data"]["result"].as_array().unwrap().clone()
     }
+    /// Waits (at most 30 s) until the server stored a scrape of the exporter's
+    /// `nds_monitor_reports_total` taken after Unix time `after`.
+    pub fn scraped_after(&self, after: f64) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let latest = self.query("timestamp(nds_monitor_reports_total)", None);
+            let taken = latest
+                .first()
+                .and_then(|sample| sample["value"][1].as_str()?.parse::<f64>().ok());
+            if taken.is_some_and(|taken| taken > after) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} stored no scrape after {after}",
+                self.address
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }
 
 impl Drop for PrometheusServer {
