@@ -31,7 +31,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -259,19 +258,12 @@ fn two_prometheus_servers_and_a_scrape_loop_see_the_same_reports_and_exact_count
         ));
     }
 
-    let served = Served::start(
-        Command::new(nds_monitor())
-            .arg("--slab-dir")
-            .arg(&slabs)
-            .arg("--sysfs-root")
-            .arg(scratch.sys())
-            .arg("--hardware-sysfs-root")
-            .arg(scratch.hardware_root())
-            .arg("--module-dir")
-            .arg(scratch.0.join("module"))
-            .args(["--period", "2s", "--instance-metadata", "off"])
-            .args(["serve", "--listen", "127.0.0.1:0"]),
-    );
+    let served =
+        Served::start(
+            scratch
+                .monitor_command("2s")
+                .args(["serve", "--listen", "127.0.0.1:0"]),
+        );
     let fast = PrometheusServer::start(&scratch.0.join("fast"), &served.address, FAST_INTERVAL);
     let slow = PrometheusServer::start(&scratch.0.join("slow"), &served.address, SLOW_INTERVAL);
     let stop = Arc::new(AtomicBool::new(false));

@@ -124,16 +124,8 @@ fn counts_stay_exact_across_two_exporter_restarts() {
     let address = format!("127.0.0.1:{}", free_port());
     let start_exporter = || {
         Served::start(
-            Command::new(nds_monitor())
-                .arg("--slab-dir")
-                .arg(&slabs)
-                .arg("--sysfs-root")
-                .arg(scratch.sys())
-                .arg("--hardware-sysfs-root")
-                .arg(scratch.hardware_root())
-                .arg("--module-dir")
-                .arg(scratch.0.join("module"))
-                .args(["--period", "500ms", "--instance-metadata", "off"])
+            scratch
+                .monitor_command("500ms")
                 .args(["serve", "--listen", &address]),
         )
     };
