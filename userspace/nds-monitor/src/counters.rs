@@ -24,26 +24,13 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// How a family is exposed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum FamilyKind {
-    /// One `_total` sample per label set.
-    Counter,
-    /// `_bucket` samples at these upper bounds (and `+Inf`), then `_sum` and `_count`.
-    Histogram(&'static [f64]),
-}
+use crate::metrics::MetricFamily;
 
 /// A metric family of counters.
 #[derive(Debug, PartialEq)]
 pub struct Family {
-    /// Its name in the exposition: with `_total` for a counter, the base name of a histogram.
-    pub name: &'static str,
-    /// Its `# HELP` text.
-    pub help: &'static str,
-    /// Counter or histogram.
-    pub kind: FamilyKind,
-    /// The `_created` family the companion exporter's client library renders next to it.
-    pub created: Option<&'static str>,
+    /// Its declaration: name, help, counter or histogram, and whether `_created` follows it.
+    pub metric: &'static MetricFamily,
     /// Whether an idle series stays in the exposition (per tag or device) or leaves it with
     /// its process (per process).
     pub outlives_sources: bool,
@@ -173,7 +160,7 @@ impl Counters {
     /// The series of `family`, `sample` and `labels` (rendered), created at zero if new, with
     /// one more holder.
     pub fn acquire(&mut self, family: &'static Family, sample: Sample, labels: String) -> SeriesId {
-        let key = (family.name, labels, sample);
+        let key = (family.metric.name, labels, sample);
         if let Some(&slot) = self.index.get(&key) {
             if let Some(series) = self.slots.get_mut(slot).and_then(Option::as_mut) {
                 if series.holders == 0 {
@@ -337,19 +324,28 @@ impl Tracked {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::{Documented, MetricType};
+
+    const fn counter(name: &'static str) -> MetricFamily {
+        MetricFamily {
+            name,
+            metric_type: MetricType::Counter,
+            unit: None,
+            help: "h",
+            labels: &[],
+            labels_note: None,
+            pod_labels: false,
+            created: false,
+            documented: Documented::Ours { meaning: "m" },
+        }
+    }
 
     static PER_TAG: Family = Family {
-        name: "tag_total",
-        help: "h",
-        kind: FamilyKind::Counter,
-        created: None,
+        metric: &counter("tag_total"),
         outlives_sources: true,
     };
     static PER_PROCESS: Family = Family {
-        name: "pid_total",
-        help: "h",
-        kind: FamilyKind::Counter,
-        created: None,
+        metric: &counter("pid_total"),
         outlives_sources: false,
     };
 
@@ -405,7 +401,7 @@ mod tests {
         counters.add(pid, 1.0);
         counters.release(tag);
         counters.release(pid);
-        let shown: Vec<&str> = counters.exported().map(|s| s.family.name).collect();
+        let shown: Vec<&str> = counters.exported().map(|s| s.family.metric.name).collect();
         assert_eq!(
             shown,
             ["tag_total"],

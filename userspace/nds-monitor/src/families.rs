@@ -1,4 +1,5 @@
-//! The counter and histogram families of the exposition (see [`crate::counters`]).
+//! The counter and histogram families of the exposition (see [`crate::counters`]): how long
+//! the series of each family declared in [`crate::metrics`] stay.
 //!
 //! The ecosystem's three counters keep the companion exporter's names, labels and `_created`
 //! companions; this monitor's own families follow the Prometheus naming guide: base units
@@ -7,136 +8,65 @@
 
 use nds_abi::sysfs::SysfsCounter;
 
-use crate::counters::{Family, FamilyKind};
-use crate::latency::LATENCY_BUCKETS_SECONDS;
+use crate::counters::Family;
+use crate::metrics::{self, MetricFamily};
 
-const fn counter(name: &'static str, help: &'static str, outlives_sources: bool) -> Family {
+/// A family whose idle series stay in the exposition (per tag, device or monitor).
+const fn lasting(metric: &'static MetricFamily) -> Family {
     Family {
-        name,
-        help,
-        kind: FamilyKind::Counter,
-        created: None,
-        outlives_sources,
+        metric,
+        outlives_sources: true,
     }
 }
 
-/// `execution_status_total{runtime_tag, status_type}`: outcomes of every process of a tag.
-pub static EXECUTION_STATUS: Family = Family {
-    created: Some("execution_status_created"),
-    ..counter("execution_status_total", "Execution status total", true)
-};
+/// A family whose series leave the exposition with their process.
+const fn per_process(metric: &'static MetricFamily) -> Family {
+    Family {
+        metric,
+        outlives_sources: false,
+    }
+}
 
-/// `execution_errors_total{runtime_tag, error_type}`: error classes of every process of a tag.
-pub static EXECUTION_ERRORS: Family = Family {
-    created: Some("execution_errors_created"),
-    ..counter("execution_errors_total", "Execution errors total", true)
-};
+/// Outcomes of every process of a tag.
+pub static EXECUTION_STATUS: Family = lasting(&metrics::EXECUTION_STATUS_TOTAL);
 
-/// `hardware_ecc_events_total{event_type, neuron_device_index}`: the driver's ECC events.
-pub static HARDWARE_ECC: Family = Family {
-    created: Some("hardware_ecc_events_created"),
-    ..counter(
-        "hardware_ecc_events_total",
-        "Hardware ecc events total",
-        true,
-    )
-};
+/// Error classes of every process of a tag.
+pub static EXECUTION_ERRORS: Family = lasting(&metrics::EXECUTION_ERRORS_TOTAL);
 
-/// `nds_runtime_status_total{…, neuroncore, status}`: a process's slab, per status node.
-pub static RUNTIME_STATUS: Family = counter(
-    "nds_runtime_status_total",
-    "Executions and errors per status, per process and NeuronCore, as its slab counts them.",
-    false,
-);
+/// The driver's ECC events.
+pub static HARDWARE_ECC: Family = lasting(&metrics::HARDWARE_ECC_EVENTS_TOTAL);
 
-static RUNTIME_MODEL_LOADS: Family = counter(
-    "nds_runtime_model_load_count_total",
-    "Model loads per process and NeuronCore.",
-    false,
-);
-static RUNTIME_INFERENCES: Family = counter(
-    "nds_runtime_inference_count_total",
-    "Inferences per process and NeuronCore.",
-    false,
-);
-static RUNTIME_FLOPS: Family = counter(
-    "nds_runtime_flop_count_total",
-    "Floating-point operations per process and NeuronCore (two per multiply-accumulate).",
-    false,
-);
-static RUNTIME_BUSY: Family = counter(
-    "nds_runtime_nc_time_in_use_seconds_total",
-    "Time a NeuronCore was busy for the process, seconds.",
-    false,
-);
+/// A process's slab, per core and status node.
+pub static RUNTIME_STATUS: Family = per_process(&metrics::NDS_RUNTIME_STATUS_TOTAL);
 
-/// `nds_device_status_total{neuron_device_index, neuroncore, status}`: the kernel's totals.
-pub static DEVICE_STATUS: Family = counter(
-    "nds_device_status_total",
-    "The kernel's aggregate per status node: released owners plus live ones.",
-    true,
-);
+static RUNTIME_MODEL_LOADS: Family = per_process(&metrics::NDS_RUNTIME_MODEL_LOAD_COUNT_TOTAL);
+static RUNTIME_INFERENCES: Family = per_process(&metrics::NDS_RUNTIME_INFERENCE_COUNT_TOTAL);
+static RUNTIME_FLOPS: Family = per_process(&metrics::NDS_RUNTIME_FLOP_COUNT_TOTAL);
+static RUNTIME_BUSY: Family = per_process(&metrics::NDS_RUNTIME_NC_TIME_IN_USE_SECONDS_TOTAL);
 
-static DEVICE_MODEL_LOADS: Family = counter(
-    "nds_device_model_load_count_total",
-    "The kernel's aggregate of model loads per NeuronCore.",
-    true,
-);
-static DEVICE_INFERENCES: Family = counter(
-    "nds_device_inference_count_total",
-    "The kernel's aggregate of inferences per NeuronCore.",
-    true,
-);
-static DEVICE_FLOPS: Family = counter(
-    "nds_device_flop_count_total",
-    "The kernel's aggregate of floating-point operations per NeuronCore.",
-    true,
-);
-static DEVICE_BUSY: Family = counter(
-    "nds_device_nc_time_in_use_seconds_total",
-    "The kernel's aggregate of NeuronCore busy time, seconds.",
-    true,
-);
+/// The kernel's totals, per core and status node.
+pub static DEVICE_STATUS: Family = lasting(&metrics::NDS_DEVICE_STATUS_TOTAL);
 
-/// `nds_runtime_latency_seconds{…, kind}`: sampled execution latencies (total, device).
-pub static RUNTIME_LATENCY: Family = Family {
-    name: "nds_runtime_latency_seconds",
-    help: "Execution latencies sampled from the process's slab (kind total or device), seconds.",
-    kind: FamilyKind::Histogram(&LATENCY_BUCKETS_SECONDS),
-    created: None,
-    outlives_sources: false,
-};
+static DEVICE_MODEL_LOADS: Family = lasting(&metrics::NDS_DEVICE_MODEL_LOAD_COUNT_TOTAL);
+static DEVICE_INFERENCES: Family = lasting(&metrics::NDS_DEVICE_INFERENCE_COUNT_TOTAL);
+static DEVICE_FLOPS: Family = lasting(&metrics::NDS_DEVICE_FLOP_COUNT_TOTAL);
+static DEVICE_BUSY: Family = lasting(&metrics::NDS_DEVICE_NC_TIME_IN_USE_SECONDS_TOTAL);
 
-/// `nds_monitor_reports_total`: reports made; a scrape shows the latest one's numbers.
-pub static MONITOR_REPORTS: Family = counter(
-    "nds_monitor_reports_total",
-    "Reports made by the monitor: the exposition is the latest one's.",
-    true,
-);
+/// Sampled execution latencies (total, device).
+pub static RUNTIME_LATENCY: Family = per_process(&metrics::NDS_RUNTIME_LATENCY_SECONDS);
 
-/// `nds_monitor_slabs_ended_total{reason}`: attachments that ended, released or reused.
-pub static MONITOR_SLABS_ENDED: Family = counter(
-    "nds_monitor_slabs_ended_total",
-    "Slabs the monitor stopped reading: released by their process, reused by another, or \
-     truncated (slab files).",
-    true,
-);
+/// Reports made; a scrape shows the latest one's numbers.
+pub static MONITOR_REPORTS: Family = lasting(&metrics::NDS_MONITOR_REPORTS_TOTAL);
 
-/// `nds_monitor_attach_failures_total{reason}`: slabs the monitor found but could not read.
-pub static MONITOR_ATTACH_FAILURES: Family = counter(
-    "nds_monitor_attach_failures_total",
-    "Slabs the monitor found but could not attach, each counted once: no permission, not a \
-     slab, vanished before it could be read, or owned outside the monitor's pid namespace.",
-    true,
-);
+/// Attachments that ended, released or reused.
+pub static MONITOR_SLABS_ENDED: Family = lasting(&metrics::NDS_MONITOR_SLABS_ENDED_TOTAL);
 
-/// `nds_monitor_pod_resources_errors_total`: calls to the kubelet that failed.
-pub static MONITOR_POD_RESOURCES_ERRORS: Family = counter(
-    "nds_monitor_pod_resources_errors_total",
-    "Calls to the kubelet's PodResources List that failed: no socket, refused, an error \
-     status, or no answer within the deadline (the last mapping is used a while longer).",
-    true,
-);
+/// Slabs the monitor found but could not read.
+pub static MONITOR_ATTACH_FAILURES: Family = lasting(&metrics::NDS_MONITOR_ATTACH_FAILURES_TOTAL);
+
+/// Calls to the kubelet that failed.
+pub static MONITOR_POD_RESOURCES_ERRORS: Family =
+    lasting(&metrics::NDS_MONITOR_POD_RESOURCES_ERRORS_TOTAL);
 
 /// The per-process family of an `other_info` node.
 #[must_use]
@@ -182,9 +112,10 @@ mod tests {
         {
             let runtime = runtime_other(node).unwrap();
             let device = device_other(node).unwrap();
-            assert!(runtime.name.contains(node.name) && device.name.contains(node.name));
-            assert!(runtime.name.ends_with("_total") && device.name.ends_with("_total"));
-            assert_eq!(counts_time(node), runtime.name.ends_with("_seconds_total"));
+            let (runtime, device) = (runtime.metric.name, device.metric.name);
+            assert!(runtime.contains(node.name) && device.contains(node.name));
+            assert!(runtime.ends_with("_total") && device.ends_with("_total"));
+            assert_eq!(counts_time(node), runtime.ends_with("_seconds_total"));
         }
     }
 }

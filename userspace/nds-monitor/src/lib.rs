@@ -32,6 +32,7 @@ pub mod host;
 pub mod imds;
 pub mod labels;
 pub mod latency;
+pub mod metrics;
 pub mod monitor;
 pub mod pods;
 pub mod process_metrics;

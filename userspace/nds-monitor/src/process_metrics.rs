@@ -7,6 +7,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::host::clock_ticks_per_second;
+use crate::metrics::{self, MetricFamily};
 
 /// The process's numbers; a field is `None` when `/proc` could not say.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -80,50 +81,35 @@ impl ProcessMetrics {
     /// Appends the families (each one that `/proc` could say) to `text`, with `instance`
     /// labels (rendered).
     pub fn render_into(&self, text: &mut String, instance: &str) {
-        let families: [(&str, &str, &str, Option<f64>); 6] = [
+        let families: [(&MetricFamily, Option<f64>); 6] = [
+            (&metrics::PROCESS_CPU_SECONDS_TOTAL, self.cpu_seconds),
             (
-                "process_cpu_seconds_total",
-                "counter",
-                "Total user and system CPU time spent in seconds.",
-                self.cpu_seconds,
-            ),
-            (
-                "process_resident_memory_bytes",
-                "gauge",
-                "Resident memory size in bytes.",
+                &metrics::PROCESS_RESIDENT_MEMORY_BYTES,
                 self.resident_bytes.map(|v| v as f64),
             ),
             (
-                "process_virtual_memory_bytes",
-                "gauge",
-                "Virtual memory size in bytes.",
+                &metrics::PROCESS_VIRTUAL_MEMORY_BYTES,
                 self.virtual_bytes.map(|v| v as f64),
             ),
             (
-                "process_start_time_seconds",
-                "gauge",
-                "Start time of the process since unix epoch in seconds.",
+                &metrics::PROCESS_START_TIME_SECONDS,
                 self.start_time_seconds,
             ),
-            (
-                "process_open_fds",
-                "gauge",
-                "Number of open file descriptors.",
-                self.open_fds.map(|v| v as f64),
-            ),
-            (
-                "process_max_fds",
-                "gauge",
-                "Maximum number of open file descriptors.",
-                self.max_fds.map(|v| v as f64),
-            ),
+            (&metrics::PROCESS_OPEN_FDS, self.open_fds.map(|v| v as f64)),
+            (&metrics::PROCESS_MAX_FDS, self.max_fds.map(|v| v as f64)),
         ];
-        for (name, kind, help, value) in families {
+        for (family, value) in families {
             let Some(value) = value else {
                 continue;
             };
+            let MetricFamily {
+                name,
+                help,
+                metric_type,
+                ..
+            } = family;
             let _ = writeln!(text, "# HELP {name} {help}");
-            let _ = writeln!(text, "# TYPE {name} {kind}");
+            let _ = writeln!(text, "# TYPE {name} {metric_type}");
             let _ = writeln!(text, "{name}{{{instance}}} {value}");
         }
     }

@@ -24,15 +24,19 @@
 //!   monitor's own `nds_monitor_*`.
 //!
 //! Gauges come from the latest report ([`LatestReport`]); every counter comes from the
-//! monitor's [`Counters`], monotonic for the life of the monitor.
+//! monitor's [`Counters`], monotonic for the life of the monitor. Each family is one of
+//! [`crate::metrics`], whose name, type and help it renders; gauges are gathered per family
+//! and label set through maps, so a render takes time in proportion to its series.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::counters::{Counters, FamilyKind, Sample};
+use crate::counters::{Counters, Sample};
 use crate::document::{
     CpuShares, InstanceInfo, MonitorDocument, Percentiles, RuntimeEntry, SystemData,
 };
 use crate::labels::{self, with, Labels};
+use crate::metrics::{self, MetricFamily, MetricType, INSTANCE_LABELS};
 use crate::process_metrics::ProcessMetrics;
 
 /// The media type of the exposition.
@@ -45,59 +49,47 @@ enum Combine {
     Max,
 }
 
-/// A metric family's identity.
-#[derive(Clone, Copy, Debug)]
-struct Spec<'a> {
-    name: &'a str,
-    help: &'static str,
-    kind: &'static str,
-}
-
-const fn gauge<'a>(name: &'a str, help: &'static str) -> Spec<'a> {
-    Spec {
-        name,
-        help,
-        kind: "gauge",
-    }
-}
-
 /// One metric family being assembled.
 struct Family {
-    name: String,
-    help: &'static str,
-    kind: &'static str,
+    declared: &'static MetricFamily,
     /// Rendered label sets with their values, in first-seen order.
     samples: Vec<(String, f64)>,
+    /// Where each label set is in `samples`.
+    by_labels: HashMap<String, usize>,
 }
 
 /// Families in output order, each written once with all its samples.
 #[derive(Default)]
 struct Exposition {
     families: Vec<Family>,
+    /// Where each family is in `families`, by name.
+    by_name: HashMap<&'static str, usize>,
 }
 
 impl Exposition {
-    fn put(&mut self, spec: Spec<'_>, labels: &Labels<'_>, value: f64, combine: Combine) {
-        let index = match self.families.iter().position(|f| f.name == spec.name) {
-            Some(index) => index,
-            None => {
-                self.families.push(Family {
-                    name: spec.name.to_owned(),
-                    help: spec.help,
-                    kind: spec.kind,
-                    samples: Vec::new(),
-                });
-                self.families.len() - 1
-            }
-        };
-        let rendered = labels::render(labels);
+    fn put(
+        &mut self,
+        declared: &'static MetricFamily,
+        labels: &Labels<'_>,
+        value: f64,
+        combine: Combine,
+    ) {
+        let index = *self.by_name.entry(declared.name).or_insert_with(|| {
+            self.families.push(Family {
+                declared,
+                samples: Vec::new(),
+                by_labels: HashMap::new(),
+            });
+            self.families.len() - 1
+        });
         let Some(family) = self.families.get_mut(index) else {
             return;
         };
+        let rendered = labels::render(labels);
         match family
-            .samples
-            .iter_mut()
-            .find(|(labels, _)| *labels == rendered)
+            .by_labels
+            .get(&rendered)
+            .and_then(|&at| family.samples.get_mut(at))
         {
             Some((_, existing)) => {
                 *existing = match combine {
@@ -105,20 +97,31 @@ impl Exposition {
                     Combine::Max => existing.max(value),
                 }
             }
-            None => family.samples.push((rendered, value)),
+            None => {
+                family
+                    .by_labels
+                    .insert(rendered.clone(), family.samples.len());
+                family.samples.push((rendered, value));
+            }
         }
     }
 
-    fn add(&mut self, spec: Spec<'_>, labels: &Labels<'_>, value: f64) {
-        self.put(spec, labels, value, Combine::Sum);
+    fn add(&mut self, declared: &'static MetricFamily, labels: &Labels<'_>, value: f64) {
+        self.put(declared, labels, value, Combine::Sum);
     }
 
     fn render_into(&self, text: &mut String) {
         for family in &self.families {
-            let _ = writeln!(text, "# HELP {} {}", family.name, family.help);
-            let _ = writeln!(text, "# TYPE {} {}", family.name, family.kind);
+            let MetricFamily {
+                name,
+                help,
+                metric_type,
+                ..
+            } = family.declared;
+            let _ = writeln!(text, "# HELP {name} {help}");
+            let _ = writeln!(text, "# TYPE {name} {metric_type}");
             for (labels, value) in &family.samples {
-                let _ = writeln!(text, "{}{{{labels}}} {}", family.name, number(*value));
+                let _ = writeln!(text, "{name}{{{labels}}} {}", number(*value));
             }
         }
     }
@@ -134,13 +137,14 @@ fn number(value: f64) -> String {
 
 /// The instance labels every series carries, named as the companion exporter names them.
 fn instance_labels(info: &InstanceInfo) -> Labels<'static> {
+    let [name, id, kind, zone, region, subnet] = INSTANCE_LABELS;
     vec![
-        ("instance_name", info.instance_name.clone()),
-        ("instance_id", info.instance_id.clone()),
-        ("instance_type", info.instance_type.clone()),
-        ("availability_zone", info.instance_availability_zone.clone()),
-        ("region", info.instance_region.clone()),
-        ("subnet_id", info.subnet_id.clone()),
+        (name, info.instance_name.clone()),
+        (id, info.instance_id.clone()),
+        (kind, info.instance_type.clone()),
+        (zone, info.instance_availability_zone.clone()),
+        (region, info.instance_region.clone()),
+        (subnet, info.subnet_id.clone()),
     ]
 }
 
@@ -166,10 +170,7 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
             let mut labels = with(&tag, &[("neuroncore", core)]);
             labels.extend(entry.pods.core_labels(core));
             out.add(
-                gauge(
-                    "neuroncore_utilization_ratio",
-                    "NeuronCore utilization ratio",
-                ),
+                &metrics::NEURONCORE_UTILIZATION_RATIO,
                 &labels,
                 usage.neuroncore_utilization / 100.0,
             );
@@ -179,10 +180,7 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
         let usage = cpu.vcpu_usage;
         for (usage_type, percent) in [("user", usage.user), ("system", usage.system)] {
             out.add(
-                gauge(
-                    "neuron_runtime_vcpu_usage_ratio",
-                    "Runtime vCPU utilization ratio",
-                ),
+                &metrics::NEURON_RUNTIME_VCPU_USAGE_RATIO,
                 &with(&tag, &[("usage_type", usage_type)]),
                 percent / 100.0,
             );
@@ -192,10 +190,7 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
         let used = &memory.neuron_runtime_used_bytes;
         for (location, bytes) in [("host", used.host), ("neuron_device", used.neuron_device)] {
             out.add(
-                gauge(
-                    "neuron_runtime_memory_used_bytes",
-                    "Runtime memory used bytes",
-                ),
+                &metrics::NEURON_RUNTIME_MEMORY_USED_BYTES,
                 &with(&tag, &[("memory_location", location)]),
                 bytes as f64,
             );
@@ -204,34 +199,23 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
             // The companion exporter leaves memory_location unset here, which prints "None".
             let mut labels = with(&tag, &[("neuroncore", core), ("memory_location", "None")]);
             labels.extend(entry.pods.core_labels(core));
-            for (name, help, bytes) in [
+            for (family, bytes) in [
+                (&metrics::NEURONCORE_MEMORY_USAGE_CONSTANTS, kinds.constants),
                 (
-                    "neuroncore_memory_usage_constants",
-                    "NeuronCore memory utilization for constants",
-                    kinds.constants,
-                ),
-                (
-                    "neuroncore_memory_usage_model_code",
-                    "NeuronCore memory utilization for model_code",
+                    &metrics::NEURONCORE_MEMORY_USAGE_MODEL_CODE,
                     kinds.model_code,
                 ),
                 (
-                    "neuroncore_memory_usage_model_shared_scratchpad",
-                    "NeuronCore memory utilization for model_shared_scratchpad",
+                    &metrics::NEURONCORE_MEMORY_USAGE_MODEL_SHARED_SCRATCHPAD,
                     kinds.model_shared_scratchpad,
                 ),
                 (
-                    "neuroncore_memory_usage_runtime_memory",
-                    "NeuronCore memory utilization for runtime_memory",
+                    &metrics::NEURONCORE_MEMORY_USAGE_RUNTIME_MEMORY,
                     kinds.runtime_memory,
                 ),
-                (
-                    "neuroncore_memory_usage_tensors",
-                    "NeuronCore memory utilization for tensors",
-                    kinds.tensors,
-                ),
+                (&metrics::NEURONCORE_MEMORY_USAGE_TENSORS, kinds.tensors),
             ] {
-                out.add(gauge(name, help), &labels, bytes as f64);
+                out.add(family, &labels, bytes as f64);
             }
         }
     }
@@ -239,7 +223,7 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
         if let Some(total) = &stats.latency_stats.total_latency {
             for (percentile, seconds) in percentiles(total) {
                 out.put(
-                    gauge("execution_latency_seconds", "Execution latency in seconds"),
+                    &metrics::EXECUTION_LATENCY_SECONDS,
                     &with(&tag, &[("percentile", percentile)]),
                     seconds,
                     Combine::Max,
@@ -262,17 +246,10 @@ fn nds_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labels<'st
         ],
     );
     base.extend(entry.pods.process_labels());
-    out.add(
-        gauge(
-            "nds_runtime_info",
-            "A process whose datastore slab the monitor reads.",
-        ),
-        &base,
-        1.0,
-    );
+    out.add(&metrics::NDS_RUNTIME_INFO, &base, 1.0);
     if let Some(memory) = &entry.report.memory_used {
         out.add(
-            gauge("nds_runtime_loaded_models", "Models loaded by the process."),
+            &metrics::NDS_RUNTIME_LOADED_MODELS,
             &base,
             memory.loaded_models.len() as f64,
         );
@@ -283,7 +260,7 @@ fn nds_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labels<'st
 fn ecosystem_system(out: &mut Exposition, system: &SystemData, instance: &Labels<'static>) {
     if let Some(cpu) = &system.vcpu_usage {
         out.add(
-            gauge("system_vcpu_count", "System vCPU count"),
+            &metrics::SYSTEM_VCPU_COUNT,
             instance,
             cpu.usage_data.len() as f64,
         );
@@ -302,36 +279,23 @@ fn ecosystem_system(out: &mut Exposition, system: &SystemData, instance: &Labels
             ("system", system + io_wait + irq + soft_irq),
         ] {
             out.add(
-                gauge("system_vcpu_usage_ratio", "System CPU utilization ratio"),
+                &metrics::SYSTEM_VCPU_USAGE_RATIO,
                 &with(instance, &[("usage_type", usage_type)]),
                 percent.min(100.0) / 100.0,
             );
         }
     }
     if let Some(memory) = &system.memory_info {
-        for (name, help, bytes) in [
+        for (family, bytes) in [
             (
-                "system_memory_total_bytes",
-                "System memory total_bytes bytes",
+                &metrics::SYSTEM_MEMORY_TOTAL_BYTES,
                 memory.memory_total_bytes,
             ),
-            (
-                "system_memory_used_bytes",
-                "System memory used_bytes bytes",
-                memory.memory_used_bytes,
-            ),
-            (
-                "system_swap_total_bytes",
-                "System swap total_bytes bytes",
-                memory.swap_total_bytes,
-            ),
-            (
-                "system_swap_used_bytes",
-                "System swap used_bytes bytes",
-                memory.swap_used_bytes,
-            ),
+            (&metrics::SYSTEM_MEMORY_USED_BYTES, memory.memory_used_bytes),
+            (&metrics::SYSTEM_SWAP_TOTAL_BYTES, memory.swap_total_bytes),
+            (&metrics::SYSTEM_SWAP_USED_BYTES, memory.swap_used_bytes),
         ] {
-            out.add(gauge(name, help), instance, bytes as f64);
+            out.add(family, instance, bytes as f64);
         }
     }
 }
@@ -344,10 +308,7 @@ fn nds_devices(out: &mut Exposition, system: &SystemData, instance: &Labels<'sta
     for device in &counters.neuron_devices {
         let index = device.neuron_device_index.to_string();
         out.add(
-            gauge(
-                "nds_device_slots_owned",
-                "Datastore slabs currently owned by a process.",
-            ),
+            &metrics::NDS_DEVICE_SLOTS_OWNED,
             &with(instance, &[("neuron_device_index", &index)]),
             device.slots_owned as f64,
         );
@@ -359,33 +320,33 @@ fn nds_devices(out: &mut Exposition, system: &SystemData, instance: &Labels<'sta
 /// renders it.
 fn render_counters(text: &mut String, counters: &Counters, instance: &str) {
     let mut series = counters.exported().peekable();
-    while let Some(family) = series.peek().map(|first| first.family) {
-        let kind = match family.kind {
-            FamilyKind::Counter => "counter",
-            FamilyKind::Histogram(_) => "histogram",
-        };
-        let _ = writeln!(text, "# HELP {} {}", family.name, family.help);
-        let _ = writeln!(text, "# TYPE {} {kind}", family.name);
+    while let Some(family) = series.peek().map(|first| first.family.metric) {
+        let MetricFamily {
+            name: family_name,
+            help,
+            metric_type,
+            ..
+        } = family;
+        let _ = writeln!(text, "# HELP {family_name} {help}");
+        let _ = writeln!(text, "# TYPE {family_name} {metric_type}");
+        let created_name = family.created_name();
         let mut created = String::new();
-        while let Some(one) = series.next_if(|next| next.family.name == family.name) {
+        while let Some(one) = series.next_if(|next| next.family.metric.name == *family_name) {
             let labels = labels::join(instance, one.labels);
-            let (name, labels) = match (one.sample, family.kind) {
-                (Sample::Bucket(bound), FamilyKind::Histogram(bounds)) => {
+            let (name, labels) = match (one.sample, metric_type) {
+                (Sample::Bucket(bound), MetricType::Histogram(bounds)) => {
                     let le = bounds
                         .get(bound)
                         .map_or_else(|| "+Inf".to_owned(), f64::to_string);
                     let le = format!("le=\"{le}\"");
-                    (
-                        format!("{}_bucket", family.name),
-                        labels::join(&labels, &le),
-                    )
+                    (format!("{family_name}_bucket"), labels::join(&labels, &le))
                 }
-                (Sample::Sum, _) => (format!("{}_sum", family.name), labels),
-                (Sample::Count, _) => (format!("{}_count", family.name), labels),
-                (Sample::Total | Sample::Bucket(_), _) => (family.name.to_owned(), labels),
+                (Sample::Sum, _) => (format!("{family_name}_sum"), labels),
+                (Sample::Count, _) => (format!("{family_name}_count"), labels),
+                (Sample::Total | Sample::Bucket(_), _) => ((*family_name).to_owned(), labels),
             };
             let _ = writeln!(text, "{name}{{{labels}}} {}", number(one.value));
-            if let Some(created_name) = family.created {
+            if let Some(created_name) = &created_name {
                 let _ = writeln!(
                     created,
                     "{created_name}{{{labels}}} {}",
@@ -393,8 +354,8 @@ fn render_counters(text: &mut String, counters: &Counters, instance: &str) {
                 );
             }
         }
-        if let Some(created_name) = family.created {
-            let _ = writeln!(text, "# HELP {created_name} {}", family.help);
+        if let Some(created_name) = created_name {
+            let _ = writeln!(text, "# HELP {created_name} {help}");
             let _ = writeln!(text, "# TYPE {created_name} gauge");
             text.push_str(&created);
         }
@@ -417,16 +378,12 @@ pub fn render(document: &MonitorDocument, counters: Option<&Counters>) -> String
         ecosystem_runtime(&mut out, entry, &instance);
     }
     ecosystem_system(&mut out, &document.system_data, &instance);
-    out.add(
-        gauge("instance_info", "EC2 instance information"),
-        &instance,
-        1.0,
-    );
+    out.add(&metrics::INSTANCE_INFO, &instance, 1.0);
     let hardware = &document.neuron_hardware_info;
     let device_count = hardware.neuron_device_count.to_string();
     let per_device = hardware.neuroncore_per_device_count.to_string();
     out.add(
-        gauge("neuron_hardware_info", "Neuron Hardware Information"),
+        &metrics::NEURON_HARDWARE_INFO,
         &with(
             &instance,
             &[

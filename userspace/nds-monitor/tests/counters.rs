@@ -19,7 +19,7 @@ fn value(monitor: &Monitor, family: &str, labels: &[&str]) -> f64 {
         .unwrap()
         .exported()
         .find(|series| {
-            series.family.name == family && labels.iter().all(|l| series.labels.contains(l))
+            series.family.metric.name == family && labels.iter().all(|l| series.labels.contains(l))
         })
         .map_or(0.0, |series| series.value)
 }
@@ -30,7 +30,7 @@ fn created(monitor: &Monitor, family: &str, labels: &[&str]) -> f64 {
         .unwrap()
         .exported()
         .find(|series| {
-            series.family.name == family && labels.iter().all(|l| series.labels.contains(l))
+            series.family.metric.name == family && labels.iter().all(|l| series.labels.contains(l))
         })
         .map(|series| series.created)
         .unwrap()

@@ -23,16 +23,18 @@ use nds_podresources::{Attribution, Container};
 
 use crate::groups::CoreIndexing;
 use crate::labels::Labels;
+use crate::metrics::POD_LABELS;
 
 pub use feed::PodFeed;
 
 /// The labels naming `holder`; none for no holder.
 fn labels(holder: Option<&Arc<Container>>) -> Labels<'static> {
+    let [pod, namespace, container] = POD_LABELS;
     holder.map_or_else(Vec::new, |holder| {
         vec![
-            ("pod", holder.pod.clone()),
-            ("namespace", holder.namespace.clone()),
-            ("container", holder.container.clone()),
+            (pod, holder.pod.clone()),
+            (namespace, holder.namespace.clone()),
+            (container, holder.container.clone()),
         ]
     })
 }
