@@ -15,8 +15,8 @@ use crate::groups;
 use crate::host::ProcessCpu;
 use crate::latency::LatencyReservoir;
 use crate::pods::SlabAttribution;
-use crate::snapshot::{observe, sample_latencies, Observation, SlabReading};
-use crate::source::{Candidate, Owner, SlabKey};
+use nds_slabs::snapshot::{observe, sample_latencies, Observation, SlabReading};
+use nds_slabs::{Candidate, Owner, SlabKey};
 
 /// Why an attachment ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use crate::document::{
     SubgraphBreakdown, SubgraphDeviceMemory, SubgraphMemory, UsageBreakdown,
 };
 use crate::latency::{percentiles, LatencySamples};
-use crate::snapshot::SlabReading;
+use nds_slabs::snapshot::SlabReading;
 
 /// Row of a model's usage grid holding host memory.
 const HOST_LOCATION: usize = 0;

@@ -14,8 +14,7 @@
 //! [`prometheus::render`] turns a report into the Prometheus text format, with the metric names
 //! and labels of neuron-monitor's companion exporter, and [`serve`] answers scrapes over HTTP.
 //! [`pods`] labels the series with the pod, namespace and container of each slab from the
-//! kubelet's PodResources API. [`terminal`] escapes what other processes wrote before any tool
-//! shows it.
+//! kubelet's PodResources API.
 
 #![warn(missing_docs)]
 
@@ -40,13 +39,11 @@ pub mod report;
 pub mod schedule;
 #[cfg(feature = "serve")]
 pub mod serve;
-pub mod snapshot;
 pub mod source;
 pub mod system;
-pub mod terminal;
 
 pub use config::Plan;
 pub use document::MonitorDocument;
 pub use error::{Error, Result};
 pub use monitor::Monitor;
-pub use source::{Discovery, HostSource, SlabSource, Source};
+pub use source::{HostSource, Source};

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
-use nds_monitor::terminal::escape;
+use nds_terminal::escape;
 
 /// Writes records of this tool's crate (and at level 4 every crate's) to standard error.
 struct StderrLogger {

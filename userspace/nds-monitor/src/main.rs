@@ -15,7 +15,8 @@ use nds_monitor::hardware::HardwareTree;
 use nds_monitor::pods::refresh;
 use nds_monitor::prometheus::{exposition, LatestReport};
 use nds_monitor::serve::{serve, TlsFiles};
-use nds_monitor::{Error, HostSource, Monitor, Plan, Result, SlabSource, Source};
+use nds_monitor::{Error, HostSource, Monitor, Plan, Result, Source};
+use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use regex::Regex;
 

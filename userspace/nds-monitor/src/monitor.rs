@@ -29,8 +29,9 @@ use crate::labels;
 use crate::pods::{self, PodFeed};
 use crate::report::{self, RuntimeContext, SystemBaselines, SystemContext};
 use crate::schedule::{GroupId, Schedule};
-use crate::snapshot::{observe, sample_latencies, Observation, SlabReading};
-use crate::source::{Candidate, Discovery, SlabKey, Source};
+use crate::source::Source;
+use nds_slabs::snapshot::{observe, sample_latencies, Observation, SlabReading};
+use nds_slabs::{Candidate, Discovery, SlabKey};
 
 /// Ended slabs kept for the next report at most; beyond, the oldest are only counted.
 pub const MAX_ENDED: usize = 1024;

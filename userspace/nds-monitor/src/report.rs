@@ -18,9 +18,9 @@ use crate::hardware::{self, EccTotals, ECC_COUNTERS};
 use crate::host::{self, ProcStat, ProcessCpu};
 use crate::labels;
 use crate::schedule::{GroupId, Schedule};
-use crate::snapshot::SlabReading;
 use crate::source::Source;
 use crate::system;
+use nds_slabs::snapshot::SlabReading;
 
 /// What every process's groups of one report share.
 pub struct RuntimeContext<'a> {

@@ -4,7 +4,7 @@ use nds_monitor::document::{
     CoreMemory, ErrorSummary, ExecutionSummary, HostBreakdown, MonitorDocument, RuntimeEntry,
 };
 use nds_monitor::groups::{cores_per_device, CoreIndexing};
-use nds_monitor::terminal::escape;
+use nds_terminal::escape;
 
 /// A tab of the tab bar.
 #[derive(Clone, Debug, PartialEq, Eq)]

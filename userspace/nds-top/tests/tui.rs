@@ -8,7 +8,8 @@ use nds::{Backend, Producer};
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{Recorder, StatusMix, Tally};
-use nds_monitor::{HostSource, Monitor, MonitorDocument, Plan, SlabSource, Source};
+use nds_monitor::{HostSource, Monitor, MonitorDocument, Plan, Source};
+use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -227,7 +228,7 @@ fn control_characters_from_a_slab_never_reach_the_screen() {
     app.handle_key(KeyCode::Char('x'));
     let text = screen(&app);
     assert!(
-        !text.contains(|c: char| c != '\n' && nds_monitor::terminal::is_unsafe(c)),
+        !text.contains(|c: char| c != '\n' && nds_terminal::is_unsafe(c)),
         "{text:?}"
     );
     assert!(text.contains("tag\\x1b"), "{text}");

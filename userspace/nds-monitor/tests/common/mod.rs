@@ -29,7 +29,8 @@ use nds_loadgen::workload::Workload;
 use nds_loadgen::{ProducerReport, Recorder, StatusMix, Tally};
 use nds_monitor::hardware::HardwareTree;
 use nds_monitor::imds::MetadataSetting;
-use nds_monitor::{HostSource, Monitor, Plan, SlabSource, Source};
+use nds_monitor::{HostSource, Monitor, Plan, Source};
+use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 
 pub struct Scratch(pub PathBuf);
