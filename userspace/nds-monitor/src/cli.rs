@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
 
-use nds_monitor::config::period_argument;
+use nds_document::config::period_argument;
 use nds_monitor::hardware::DEFAULT_HARDWARE_ROOT;
 use nds_monitor::imds::MetadataSetting;
 

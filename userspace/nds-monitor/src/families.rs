@@ -8,7 +8,7 @@
 use nds_abi::sysfs::SysfsCounter;
 
 use crate::counters::{Family, FamilyKind};
-use crate::latency::LATENCY_BUCKETS_SECONDS;
+use nds_document::latency::LATENCY_BUCKETS_SECONDS;
 
 const fn counter(name: &'static str, help: &'static str, outlives_sources: bool) -> Family {
     Family {

@@ -22,10 +22,11 @@ use nds_sysfs::TimeInUseUnit;
 
 use crate::counters::{Counters, Family, Sample, SeriesId, Tracked};
 use crate::families::{self, EXECUTION_ERRORS, EXECUTION_STATUS, RUNTIME_LATENCY, RUNTIME_STATUS};
-use crate::groups::CoreIndexing;
 use crate::labels::{self, Labels};
-use crate::latency::LATENCY_BUCKETS_SECONDS;
-use crate::pods::SlabPods;
+use crate::pods::PodLabels;
+use nds_document::groups::CoreIndexing;
+use nds_document::latency::LATENCY_BUCKETS_SECONDS;
+use nds_document::pods::SlabPods;
 
 /// `status_type` values of `execution_status_total`, with their counters.
 pub const STATUS_TYPES: [(&str, NcCounter); 6] = [

@@ -16,7 +16,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use crate::document::InstanceInfo;
+use nds_document::document::InstanceInfo;
 
 /// The metadata service's link-local address.
 pub const DEFAULT_ENDPOINT: &str = "http://169.254.169.254";

@@ -19,31 +19,23 @@
 #![warn(missing_docs)]
 
 pub mod attachment;
-pub mod config;
 pub mod counters;
-pub mod document;
 pub mod error;
 pub mod families;
 pub mod feeds;
-pub mod groups;
 pub mod hardware;
 pub mod host;
 pub mod imds;
 pub mod labels;
-pub mod latency;
 pub mod monitor;
 pub mod pods;
 pub mod process_metrics;
 pub mod prometheus;
 pub mod report;
-pub mod schedule;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod source;
-pub mod system;
 
-pub use config::Plan;
-pub use document::MonitorDocument;
 pub use error::{Error, Result};
 pub use monitor::Monitor;
 pub use source::{HostSource, Source};

@@ -11,11 +11,12 @@ use std::time::Instant;
 
 use clap::Parser;
 use cli::{Cli, Command, Format};
+use nds_document::Plan;
 use nds_monitor::hardware::HardwareTree;
 use nds_monitor::pods::refresh;
 use nds_monitor::prometheus::{exposition, LatestReport};
 use nds_monitor::serve::{serve, TlsFiles};
-use nds_monitor::{Error, HostSource, Monitor, Plan, Result, Source};
+use nds_monitor::{Error, HostSource, Monitor, Result, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use regex::Regex;
@@ -23,7 +24,7 @@ use regex::Regex;
 fn plan(cli: &Cli) -> Result<Plan> {
     let mut plan = match &cli.config_file {
         Some(path) => Plan::from_file(path)?,
-        None => Plan::everything(nds_monitor::config::DEFAULT_PERIOD),
+        None => Plan::everything(nds_document::config::DEFAULT_PERIOD),
     };
     if let Some(period) = cli.period {
         plan.set_period(period);

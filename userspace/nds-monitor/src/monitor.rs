@@ -14,22 +14,22 @@ use nds::{CounterSnapshot, SlabRead};
 use nds_sysfs::TimeInUseUnit;
 
 use crate::attachment::{AttachFailure, Attachment, EndReason};
-use crate::config::{Plan, RuntimeGroup};
 use crate::counters::{Counters, Sample, SeriesId};
-use crate::document::{InstanceInfo, MonitorDocument, RuntimeEntry};
 use crate::families::{
     MONITOR_ATTACH_FAILURES, MONITOR_POD_RESOURCES_ERRORS, MONITOR_REPORTS, MONITOR_SLABS_ENDED,
 };
 use crate::feeds::{SlabLabels, Wants};
-use crate::groups::{self, CoreIndexing};
 use crate::hardware;
 use crate::host;
 use crate::imds::InstanceMetadata;
 use crate::labels;
 use crate::pods::{self, PodFeed};
 use crate::report::{self, RuntimeContext, SystemBaselines, SystemContext};
-use crate::schedule::{GroupId, Schedule};
 use crate::source::Source;
+use nds_document::config::{Plan, RuntimeGroup};
+use nds_document::document::{InstanceInfo, MonitorDocument, RuntimeEntry};
+use nds_document::groups::{self, CoreIndexing};
+use nds_document::schedule::{GroupId, Schedule};
 use nds_slabs::snapshot::{observe, sample_latencies, Observation, SlabReading};
 use nds_slabs::{Candidate, Discovery, SlabKey};
 
@@ -260,7 +260,8 @@ impl Monitor {
     }
 
     /// Latency samples held for the next reports (at most
-    /// [`RESERVOIR_CAPACITY`](crate::latency::RESERVOIR_CAPACITY) of each kind per process).
+    /// [`RESERVOIR_CAPACITY`](nds_document::latency::RESERVOIR_CAPACITY) of each kind per
+    /// process).
     #[must_use]
     pub fn latency_samples_held(&self) -> usize {
         self.attachments

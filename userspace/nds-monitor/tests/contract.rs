@@ -8,9 +8,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use nds_monitor::document::RuntimeEntry;
+use nds_document::document::RuntimeEntry;
+use nds_document::{MonitorDocument, Plan};
 use nds_monitor::imds::MetadataSetting;
-use nds_monitor::{Monitor, MonitorDocument, Plan};
+use nds_monitor::Monitor;
 use serde_json::Value;
 
 const SECOND: Duration = Duration::from_secs(1);

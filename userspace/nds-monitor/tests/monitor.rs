@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nds_abi::layout::SLAB_GENERATION_OFFSET;
-use nds_monitor::config::{ConfigFile, SystemGroup};
-use nds_monitor::document::RuntimeEntry;
-use nds_monitor::{Monitor, MonitorDocument, Plan};
+use nds_document::config::{ConfigFile, SystemGroup};
+use nds_document::document::RuntimeEntry;
+use nds_document::{MonitorDocument, Plan};
+use nds_monitor::Monitor;
 use nds_sysfs::TimeInUseUnit;
 use regex::Regex;
 
@@ -486,13 +487,13 @@ fn latency_samples_are_bounded_and_kept_only_when_wanted() {
     let held = latency_samples_after("latency-bounded", Plan::everything(day), 3_000);
     assert_eq!(
         held,
-        2 * nds_monitor::latency::RESERVOIR_CAPACITY,
+        2 * nds_document::latency::RESERVOIR_CAPACITY,
         "total and device"
     );
     let mut without = Plan::everything(day);
     without.runtimes[0]
         .groups
-        .retain(|&(group, _)| group != nds_monitor::config::RuntimeGroup::ExecutionStats);
+        .retain(|&(group, _)| group != nds_document::config::RuntimeGroup::ExecutionStats);
     assert_eq!(latency_samples_after("latency-unwanted", without, 300), 0);
     let mut filtered = Plan::everything(day);
     filtered.tag_filter = Some(Regex::new("^other$").unwrap());

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use cli::Cli;
+use nds_document::Plan;
 use nds_monitor::hardware::HardwareTree;
-use nds_monitor::{HostSource, Monitor, Plan, Source};
+use nds_monitor::{HostSource, Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};

@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nds::{Backend, Producer};
+use nds_document::{MonitorDocument, Plan};
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{Recorder, StatusMix, Tally};
-use nds_monitor::{HostSource, Monitor, MonitorDocument, Plan, Source};
+use nds_monitor::{HostSource, Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};
