@@ -9,12 +9,12 @@ use nds::{Error as NdsError, Reader};
 use nds_abi::layout::{slab_generation_is_owned, NDS_TOTAL_NEURONCORE_COUNT};
 
 use crate::feeds::SlabFeeds;
-use crate::host::ProcessCpu;
 use crate::pods::SlabAttribution;
 use nds_document::config::RuntimeGroup;
 use nds_document::document::{RuntimeEntry, RuntimeReport};
 use nds_document::groups;
 use nds_document::latency::LatencyReservoir;
+use nds_host::host::ProcessCpu;
 use nds_slabs::snapshot::{observe, sample_latencies, Observation, SlabReading};
 use nds_slabs::{Candidate, Owner, SlabKey};
 

@@ -12,8 +12,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
 
 use nds_document::config::period_argument;
-use nds_monitor::hardware::DEFAULT_HARDWARE_ROOT;
-use nds_monitor::imds::MetadataSetting;
+use nds_host::hardware::DEFAULT_HARDWARE_ROOT;
+use nds_host::imds::MetadataSetting;
 
 /// Reports every process's datastore counters and the kernel's totals, one document per period.
 #[derive(Debug, Parser)]

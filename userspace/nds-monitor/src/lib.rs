@@ -23,13 +23,9 @@ pub mod counters;
 pub mod error;
 pub mod families;
 pub mod feeds;
-pub mod hardware;
-pub mod host;
-pub mod imds;
 pub mod labels;
 pub mod monitor;
 pub mod pods;
-pub mod process_metrics;
 pub mod prometheus;
 pub mod report;
 #[cfg(feature = "serve")]
@@ -38,4 +34,4 @@ pub mod source;
 
 pub use error::{Error, Result};
 pub use monitor::Monitor;
-pub use source::{HostSource, Source};
+pub use source::Source;

@@ -19,9 +19,6 @@ use crate::families::{
     MONITOR_ATTACH_FAILURES, MONITOR_POD_RESOURCES_ERRORS, MONITOR_REPORTS, MONITOR_SLABS_ENDED,
 };
 use crate::feeds::{SlabLabels, Wants};
-use crate::hardware;
-use crate::host;
-use crate::imds::InstanceMetadata;
 use crate::labels;
 use crate::pods::{self, PodFeed};
 use crate::report::{self, RuntimeContext, SystemBaselines, SystemContext};
@@ -30,6 +27,9 @@ use nds_document::config::{Plan, RuntimeGroup};
 use nds_document::document::{InstanceInfo, MonitorDocument, RuntimeEntry};
 use nds_document::groups::{self, CoreIndexing};
 use nds_document::schedule::{GroupId, Schedule};
+use nds_host::hardware;
+use nds_host::host;
+use nds_host::imds::InstanceMetadata;
 use nds_slabs::snapshot::{observe, sample_latencies, Observation, SlabReading};
 use nds_slabs::{Candidate, Discovery, SlabKey};
 

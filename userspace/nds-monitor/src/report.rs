@@ -11,8 +11,6 @@ use nds_sysfs::{CoreTotals, TimeInUseUnit};
 use crate::attachment::Attachment;
 use crate::counters::{Counters, Sample, Tracked};
 use crate::families::{self, DEVICE_STATUS, HARDWARE_ECC};
-use crate::hardware::{self, EccTotals, ECC_COUNTERS};
-use crate::host::{self, ProcStat, ProcessCpu};
 use crate::labels;
 use crate::source::Source;
 use nds_document::config::{RuntimeGroup, RuntimeRule, SystemGroup};
@@ -20,6 +18,8 @@ use nds_document::document::{MemoryInfo, RuntimeEntry, RuntimeVcpuUsage, SystemD
 use nds_document::groups::{self, CoreIndexing, Interval};
 use nds_document::schedule::{GroupId, Schedule};
 use nds_document::system;
+use nds_host::hardware::{self, EccTotals, ECC_COUNTERS};
+use nds_host::host::{self, ProcStat, ProcessCpu};
 use nds_slabs::snapshot::SlabReading;
 
 /// What every process's groups of one report share.

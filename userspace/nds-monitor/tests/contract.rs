@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use nds_document::document::RuntimeEntry;
 use nds_document::{MonitorDocument, Plan};
-use nds_monitor::imds::MetadataSetting;
+use nds_host::imds::MetadataSetting;
 use nds_monitor::Monitor;
 use serde_json::Value;
 

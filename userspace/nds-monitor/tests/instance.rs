@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use nds_document::document::InstanceInfo;
 use nds_document::{MonitorDocument, Plan};
-use nds_monitor::imds::MetadataSetting;
+use nds_host::imds::MetadataSetting;
 use nds_monitor::Monitor;
 
 const SECOND: Duration = Duration::from_secs(1);

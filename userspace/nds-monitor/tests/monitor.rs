@@ -366,7 +366,7 @@ fn host_groups_come_from_proc_and_the_driver_tree() {
     let runtime = producer.report.neuron_runtime_vcpu_usage.as_ref().unwrap();
     assert_eq!(runtime.error, "");
     // Shares of 2 vCPUs over 2 s: ticks / (2 * 2 * ticks per second) * 100.
-    let capacity = 4.0 * nds_monitor::host::clock_ticks_per_second() as f64;
+    let capacity = 4.0 * nds_host::host::clock_ticks_per_second() as f64;
     let expected = |ticks: f64| (ticks * 10_000.0 / capacity).round().min(10_000.0) / 100.0;
     assert_eq!(runtime.vcpu_usage.user, expected(120.0));
     assert_eq!(runtime.vcpu_usage.system, expected(40.0));

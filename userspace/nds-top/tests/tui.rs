@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 
 use nds::{Backend, Producer};
 use nds_document::{MonitorDocument, Plan};
+use nds_host::HostSource;
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{Recorder, StatusMix, Tally};
-use nds_monitor::{HostSource, Monitor, Source};
+use nds_monitor::{Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};
@@ -80,7 +81,7 @@ fn document_on(device: u32, devices: u32) -> (Scratch, MonitorDocument) {
         },
         sysfs: SysfsRoot::new(sys),
         host: HostSource {
-            hardware: nds_monitor::hardware::HardwareTree::new(scratch.0.join("no-driver")),
+            hardware: nds_host::hardware::HardwareTree::new(scratch.0.join("no-driver")),
             ..HostSource::default()
         },
         time_in_use_unit: Some(TimeInUseUnit::PICOSECOND),
