@@ -8,12 +8,12 @@ use std::time::Instant;
 use nds::{Error as NdsError, Reader};
 use nds_abi::layout::{slab_generation_is_owned, NDS_TOTAL_NEURONCORE_COUNT};
 
-use crate::feeds::SlabFeeds;
-use crate::pods::SlabAttribution;
 use nds_document::config::RuntimeGroup;
 use nds_document::document::{RuntimeEntry, RuntimeReport};
 use nds_document::groups;
 use nds_document::latency::LatencyReservoir;
+use nds_exporter::feeds::SlabFeeds;
+use nds_exporter::pods::SlabAttribution;
 use nds_host::host::ProcessCpu;
 use nds_slabs::snapshot::{observe, sample_latencies, Observation, SlabReading};
 use nds_slabs::{Candidate, Owner, SlabKey};

@@ -19,14 +19,8 @@
 #![warn(missing_docs)]
 
 pub mod attachment;
-pub mod counters;
 pub mod error;
-pub mod families;
-pub mod feeds;
-pub mod labels;
 pub mod monitor;
-pub mod pods;
-pub mod prometheus;
 pub mod report;
 #[cfg(feature = "serve")]
 pub mod serve;

@@ -14,19 +14,19 @@ use nds::{CounterSnapshot, SlabRead};
 use nds_sysfs::TimeInUseUnit;
 
 use crate::attachment::{AttachFailure, Attachment, EndReason};
-use crate::counters::{Counters, Sample, SeriesId};
-use crate::families::{
-    MONITOR_ATTACH_FAILURES, MONITOR_POD_RESOURCES_ERRORS, MONITOR_REPORTS, MONITOR_SLABS_ENDED,
-};
-use crate::feeds::{SlabLabels, Wants};
-use crate::labels;
-use crate::pods::{self, PodFeed};
 use crate::report::{self, RuntimeContext, SystemBaselines, SystemContext};
 use crate::source::Source;
 use nds_document::config::{Plan, RuntimeGroup};
 use nds_document::document::{InstanceInfo, MonitorDocument, RuntimeEntry};
 use nds_document::groups::{self, CoreIndexing};
 use nds_document::schedule::{GroupId, Schedule};
+use nds_exporter::counters::{Counters, Sample, SeriesId};
+use nds_exporter::families::{
+    MONITOR_ATTACH_FAILURES, MONITOR_POD_RESOURCES_ERRORS, MONITOR_REPORTS, MONITOR_SLABS_ENDED,
+};
+use nds_exporter::feeds::{SlabLabels, Wants};
+use nds_exporter::labels;
+use nds_exporter::pods::{self, PodFeed};
 use nds_host::hardware;
 use nds_host::host;
 use nds_host::imds::InstanceMetadata;
@@ -225,7 +225,7 @@ impl Monitor {
     }
 
     /// Labels the exporter's series with the containers `feed` says hold each slab's device
-    /// and cores ([`crate::pods`]), and counts the feed's failures.
+    /// and cores ([`nds_exporter::pods`]), and counts the feed's failures.
     #[must_use]
     pub fn with_pod_attribution(mut self, feed: PodFeed) -> Self {
         if let Some(exporter) = self.exporter.as_mut() {

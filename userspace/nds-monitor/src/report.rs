@@ -9,15 +9,15 @@ use nds_abi::sysfs::SysfsGroup;
 use nds_sysfs::{CoreTotals, TimeInUseUnit};
 
 use crate::attachment::Attachment;
-use crate::counters::{Counters, Sample, Tracked};
-use crate::families::{self, DEVICE_STATUS, HARDWARE_ECC};
-use crate::labels;
 use crate::source::Source;
 use nds_document::config::{RuntimeGroup, RuntimeRule, SystemGroup};
 use nds_document::document::{MemoryInfo, RuntimeEntry, RuntimeVcpuUsage, SystemData, VcpuUsage};
 use nds_document::groups::{self, CoreIndexing, Interval};
 use nds_document::schedule::{GroupId, Schedule};
 use nds_document::system;
+use nds_exporter::counters::{Counters, Sample, Tracked};
+use nds_exporter::families::{self, DEVICE_STATUS, HARDWARE_ECC};
+use nds_exporter::labels;
 use nds_host::hardware::{self, EccTotals, ECC_COUNTERS};
 use nds_host::host::{self, ProcStat, ProcessCpu};
 use nds_slabs::snapshot::SlabReading;

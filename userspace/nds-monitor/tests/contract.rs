@@ -191,7 +191,7 @@ fn device_one_processes_are_on_neuroncores_two_and_three_everywhere() {
         assert_eq!(sysfs_keys, keys, "neuron_counters of device {device}");
     }
     // Prometheus: the ecosystem's and our families label the same instance-wide cores.
-    let exposition = nds_monitor::prometheus::render(&document, monitor.counters());
+    let exposition = nds_exporter::prometheus::render(&document, monitor.counters());
     for family in [
         "neuroncore_utilization_ratio",
         "neuroncore_memory_usage_tensors",

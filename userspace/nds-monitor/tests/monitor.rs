@@ -305,7 +305,7 @@ fn a_slab_of_random_bytes_yields_a_valid_document() {
     assert!(entry.report.nds_counters.is_some());
     let values = vec![serde_json::to_value(&document).unwrap()];
     validate(&values);
-    let exposition = nds_monitor::prometheus::render(&document, monitor.counters());
+    let exposition = nds_exporter::prometheus::render(&document, monitor.counters());
     assert!(exposition.contains("nds_runtime_status_total"));
 }
 

@@ -34,7 +34,7 @@ use tokio_rustls::TlsAcceptor;
 use super::admission::{Admission, ConnectionId};
 use super::deadline::{Deadline, Phases};
 use super::Published;
-use crate::prometheus::CONTENT_TYPE as EXPOSITION_TYPE;
+use nds_exporter::prometheus::CONTENT_TYPE as EXPOSITION_TYPE;
 
 /// What bounds one connection.
 #[derive(Clone, Copy, Debug)]

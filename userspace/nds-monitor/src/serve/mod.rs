@@ -23,7 +23,7 @@ use bytes::Bytes;
 use tokio_rustls::TlsAcceptor;
 
 use crate::monitor::Monitor;
-use crate::prometheus::{exposition, LatestReport};
+use nds_exporter::prometheus::{exposition, LatestReport};
 
 pub use tls::{TlsError, TlsFiles};
 
