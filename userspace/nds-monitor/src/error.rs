@@ -1,4 +1,4 @@
-//! The crate's error type.
+//! The binary's error type.
 
 use std::io;
 
@@ -25,9 +25,8 @@ pub enum Error {
     #[error("the reports had no Neuron device to report on")]
     NoDevice,
     /// The certificate or key of `serve --cert-file/--key-file` cannot be used.
-    #[cfg(feature = "serve")]
     #[error("serve: {0}")]
-    Tls(#[from] crate::serve::tls::TlsError),
+    Tls(#[from] crate::serve::TlsError),
     /// The thread asking the kubelet for pod attribution could not be started.
     #[error("pod attribution: {0}")]
     PodAttribution(#[source] io::Error),

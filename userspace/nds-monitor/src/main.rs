@@ -1,7 +1,15 @@
-//! `nds-monitor`: neuron-monitor for the Neuron DataStore.
+//! `nds-monitor`: neuron-monitor for the Neuron DataStore, the binary that wires the crates of
+//! the monitor together: its command line and messages, the JSON or Prometheus reports of the
+//! sampling loop (`nds-sampler`) on standard output, and `serve`, the exporter over HTTP(S).
 
+#![warn(missing_docs)]
+
+// Floor 0: the command line, the messages, the HTTP(S) endpoint.
 mod cli;
 mod logger;
+mod serve;
+// Floor 1: why the monitor cannot run (serve's TLS errors among them).
+mod error;
 
 use std::io::{self, Write};
 use std::net::TcpListener;
@@ -11,16 +19,17 @@ use std::time::Instant;
 
 use clap::Parser;
 use cli::{Cli, Command, Format};
+use error::{Error, Result};
 use nds_document::Plan;
 use nds_exporter::pods::refresh;
 use nds_exporter::prometheus::{exposition, LatestReport};
 use nds_host::hardware::HardwareTree;
 use nds_host::HostSource;
-use nds_monitor::serve::{serve, TlsFiles};
-use nds_monitor::{Error, Monitor, Result, Source};
+use nds_sampler::{Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use regex::Regex;
+use serve::{serve, TlsFiles};
 
 fn plan(cli: &Cli) -> Result<Plan> {
     let mut plan = match &cli.config_file {

@@ -11,7 +11,7 @@ use common::*;
 use nds_document::document::RuntimeEntry;
 use nds_document::{MonitorDocument, Plan};
 use nds_host::imds::MetadataSetting;
-use nds_monitor::Monitor;
+use nds_sampler::Monitor;
 use serde_json::Value;
 
 const SECOND: Duration = Duration::from_secs(1);

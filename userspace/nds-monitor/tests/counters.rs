@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nds_document::Plan;
-use nds_monitor::Monitor;
+use nds_sampler::Monitor;
 
 const SECOND: Duration = Duration::from_secs(1);
 

@@ -15,7 +15,7 @@ use common::*;
 use nds_document::document::InstanceInfo;
 use nds_document::{MonitorDocument, Plan};
 use nds_host::imds::MetadataSetting;
-use nds_monitor::Monitor;
+use nds_sampler::Monitor;
 
 const SECOND: Duration = Duration::from_secs(1);
 

@@ -14,7 +14,7 @@ use nds_abi::layout::SLAB_GENERATION_OFFSET;
 use nds_document::config::{ConfigFile, SystemGroup};
 use nds_document::document::RuntimeEntry;
 use nds_document::{MonitorDocument, Plan};
-use nds_monitor::Monitor;
+use nds_sampler::Monitor;
 use nds_sysfs::TimeInUseUnit;
 use regex::Regex;
 

@@ -11,7 +11,7 @@ use cli::Cli;
 use nds_document::Plan;
 use nds_host::hardware::HardwareTree;
 use nds_host::HostSource;
-use nds_monitor::{Monitor, Source};
+use nds_sampler::{Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio_rustls::TlsAcceptor;
 
-use crate::monitor::Monitor;
 use nds_exporter::prometheus::{exposition, LatestReport};
+use nds_sampler::Monitor;
 
 pub use tls::{TlsError, TlsFiles};
 

@@ -31,7 +31,7 @@ use nds_host::HostSource;
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{ProducerReport, Recorder, StatusMix, Tally};
-use nds_monitor::{Monitor, Source};
+use nds_sampler::{Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 
