@@ -9,11 +9,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
-
 use nds_document::config::period_argument;
 use nds_host::hardware::DEFAULT_HARDWARE_ROOT;
 use nds_host::imds::MetadataSetting;
+use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
 
 /// Reports every process's datastore counters and the kernel's totals, one document per period.
 #[derive(Debug, Parser)]

@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use nds::{Error as NdsError, Reader};
 use nds_abi::layout::{slab_generation_is_owned, NDS_TOTAL_NEURONCORE_COUNT};
-
 use nds_document::config::RuntimeGroup;
 use nds_document::document::{RuntimeEntry, RuntimeReport};
 use nds_document::groups;

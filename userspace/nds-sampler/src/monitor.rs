@@ -11,11 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nds::{CounterSnapshot, SlabRead};
-use nds_sysfs::TimeInUseUnit;
-
-use crate::attachment::{AttachFailure, Attachment, EndReason};
-use crate::report::{self, RuntimeContext, SystemBaselines, SystemContext};
-use crate::source::Source;
 use nds_document::config::{Plan, RuntimeGroup};
 use nds_document::document::{InstanceInfo, MonitorDocument, RuntimeEntry};
 use nds_document::groups::{self, CoreIndexing};
@@ -32,6 +27,11 @@ use nds_host::host;
 use nds_host::imds::InstanceMetadata;
 use nds_slabs::snapshot::{observe, sample_latencies, Observation, SlabReading};
 use nds_slabs::{Candidate, Discovery, SlabKey};
+use nds_sysfs::TimeInUseUnit;
+
+use crate::attachment::{AttachFailure, Attachment, EndReason};
+use crate::report::{self, RuntimeContext, SystemBaselines, SystemContext};
+use crate::source::Source;
 
 /// Ended slabs kept for the next report at most; beyond, the oldest are only counted.
 pub const MAX_ENDED: usize = 1024;

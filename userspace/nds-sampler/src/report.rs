@@ -6,10 +6,6 @@ use std::path::Path;
 use std::time::Instant;
 
 use nds_abi::sysfs::SysfsGroup;
-use nds_sysfs::{CoreTotals, TimeInUseUnit};
-
-use crate::attachment::Attachment;
-use crate::source::Source;
 use nds_document::config::{RuntimeGroup, RuntimeRule, SystemGroup};
 use nds_document::document::{MemoryInfo, RuntimeEntry, RuntimeVcpuUsage, SystemData, VcpuUsage};
 use nds_document::groups::{self, CoreIndexing, Interval};
@@ -21,6 +17,10 @@ use nds_exporter::labels;
 use nds_host::hardware::{self, EccTotals, ECC_COUNTERS};
 use nds_host::host::{self, ProcStat, ProcessCpu};
 use nds_slabs::snapshot::SlabReading;
+use nds_sysfs::{CoreTotals, TimeInUseUnit};
+
+use crate::attachment::Attachment;
+use crate::source::Source;
 
 /// What every process's groups of one report share.
 pub struct RuntimeContext<'a> {

@@ -18,11 +18,11 @@ pub mod refresh;
 use std::sync::Arc;
 
 use nds::CounterSnapshot;
+use nds_document::groups::CoreIndexing;
+use nds_document::pods::SlabPods;
 use nds_podresources::{Attribution, Container};
 
 use crate::labels::Labels;
-use nds_document::groups::CoreIndexing;
-use nds_document::pods::SlabPods;
 
 pub use feed::PodFeed;
 

@@ -20,10 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio_rustls::TlsAcceptor;
-
 use nds_exporter::prometheus::{exposition, LatestReport};
 use nds_sampler::Monitor;
+use tokio_rustls::TlsAcceptor;
 
 pub use tls::{TlsError, TlsFiles};
 
