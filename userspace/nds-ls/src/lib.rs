@@ -17,11 +17,14 @@
 
 #![warn(missing_docs)]
 
+// Floor 0: errors, command lines, where nds-ls reads.
 pub mod command;
 pub mod error;
-pub mod json;
-pub mod listing;
 pub mod source;
+// Floor 1: what is listed.
+pub mod listing;
+// Floor 2: the outputs.
+pub mod json;
 pub mod table;
 
 pub use error::{Error, Result};

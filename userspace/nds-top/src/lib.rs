@@ -10,9 +10,12 @@
 
 #![warn(missing_docs)]
 
-pub mod app;
-pub mod ui;
+// Floor 0: what one tab shows.
 pub mod view;
+// Floor 1: the state and its keys.
+pub mod app;
+// Floor 2: the screen.
+pub mod ui;
 
 pub use app::App;
 
