@@ -1,6 +1,6 @@
-//! The command line of the `nds-monitor` tool, a module of its binary (the library carries no CLI
-//! dependency). `nds-dist` compiles this same file by path to generate the manual page and
-//! shell completions from these definitions.
+//! The command line of the `nds-monitor` tool, a module of its binary. `nds-dist` compiles this
+//! same file by path to generate the manual page and shell completions from these definitions,
+//! so it names only crates `nds-dist` depends on too (`nds-document`, `nds-host`, `nds-sysfs`).
 //!
 //! neuron-monitor's own options keep their spelling: `-c, --config-file` and `--verbose 0..4`.
 

@@ -1,6 +1,7 @@
 //! `nds-monitor`: neuron-monitor for the Neuron DataStore, the binary that wires the crates of
 //! the monitor together: its command line and messages, the JSON or Prometheus reports of the
 //! sampling loop (`nds-sampler`) on standard output, and `serve`, the exporter over HTTP(S).
+//! It may import every crate of the monitor; none imports it.
 
 #![warn(missing_docs)]
 
