@@ -146,18 +146,23 @@ AFTER
     chmod +x "$work/after-tests.sh"
 fi
 
-# The older releases' guest passes (make test) run in the background, one after another,
-# while the host tests, the lints and the packaging tests leave CPU over; the newest release's
-# boot waits for them, so that two guests never share the two cores. Their results go to
-# build/test-base/linux-<release>/; the newest release's stay at the top of build/test-base/.
+# The guest passes run in the background, one after another (two guests never share the two
+# cores), while the host tests, the lints, the packaging, image and manifest tests run beside
+# them: first the older releases' (make test), then the newest release's. The older ones'
+# results go to build/test-base/linux-<release>/; the newest release's stay at the top of
+# build/test-<variant>/.
+# The debug kernel (KASAN, lockdep, delayed kobject release) runs the same tests several times
+# slower: 600 s ran out in the unload tests, after 49 tests had passed in about 11 min.
+[ "$variant" = debug ] && export QEMU_TIMEOUT="${QEMU_TIMEOUT:-2400}"
 (
     for release in "${second_passes[@]}"; do
         dir="$results/linux-$release"
         mkdir -p "$dir" && cp -a "$work" "$dir/work"
         guest_boot "$release" base "$dir" "$dir/work" >"$dir/boot.log" 2>&1
     done
+    guest_boot "$newest" "$variant" "$results" "$work" >"$results/boot.log" 2>&1
 ) &
-older_passes=$!
+guest_passes=$!
 
 step "host tests (userspace workspace)"
 if (cd userspace && cargo test --workspace --no-fail-fast --color never 2>&1) | tee "$results/host.log"; then
@@ -277,12 +282,9 @@ tap_suite "container image tests" tests/image.sh "$results/image.log"
 step "Kubernetes manifests: chart = plain YAML, API schemas, checkov (tests/manifests.sh)"
 tap_suite "Kubernetes manifest tests" tests/manifests.sh "$results/manifests.log"
 
-step "QEMU: insmod + KUnit + guest tests ($variant, Linux $newest)"
-wait "$older_passes"
-# The debug kernel (KASAN, lockdep, delayed kobject release) runs the same tests several times
-# slower: 600 s ran out in the unload tests, after 49 tests had passed in about 11 min.
-[ "$variant" = debug ] && export QEMU_TIMEOUT="${QEMU_TIMEOUT:-2400}"
-guest_boot "$newest" "$variant" "$results" "$work"
+step "QEMU: insmod + KUnit + guest tests ($variant, Linux $newest), booted beside the host tests"
+wait "$guest_passes"
+cat "$results/boot.log"
 guest_counts "$newest" "$results"
 if [ "$variant" = debug ]; then
     # Every failure point reached is one check; a leak, or a campaign that did not finish, fails.
@@ -297,7 +299,7 @@ if [ "$variant" = debug ]; then
     fi
 fi
 for release in "${second_passes[@]}"; do
-    step "QEMU: insmod + KUnit + guest tests (base, Linux $release), booted during the host tests"
+    step "QEMU: insmod + KUnit + guest tests (base, Linux $release), booted beside the host tests"
     # What boot.sh printed (the console without the final kernel log dump).
     cat "$results/linux-$release/boot.log"
     guest_counts "$release" "$results/linux-$release"

@@ -5,6 +5,13 @@
 //! readings over the captured period, as percentages rounded to two decimals like
 //! neuron-monitor's. A process's share is taken of all online vCPUs (so it is comparable with
 //! the system's `average_usage` and never above 100).
+//!
+//! The monitor's own start and the clock tick come from the `procfs` crate. The files under
+//! the configurable proc root are parsed here, as `procfs` cannot read them the same way: its
+//! `KernelStats` keeps the `cpuN` lines in order but drops `N` (an offline vCPU would shift
+//! every later key) and requires `btime` and `processes`; its `Meminfo` requires fourteen
+//! lines besides the four used; its `Stat` requires 37 fields where three are read, calls a
+//! short line a procfs bug, and panics on a line that ends at the command name.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -278,8 +285,8 @@ pub fn process_start_ticks(proc_root: &Path, pid: i32) -> Option<u64> {
 /// (whatever root the other processes are read through: the boot clock is the kernel's).
 #[must_use]
 pub fn own_start_ticks() -> Option<u64> {
-    let (_, text) = read(PathBuf::from("/proc/self/stat")).ok()?;
-    stat_field(&text, 22)
+    let stat = procfs::process::Process::myself().ok()?.stat().ok()?;
+    Some(stat.starttime)
 }
 
 /// Field `number` (1-based, as `proc(5)` numbers them) of a `/proc/<pid>/stat` line, from the
@@ -293,12 +300,13 @@ fn stat_field(text: &str, number: usize) -> Option<u64> {
         .ok()
 }
 
-/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`; 100 if it cannot say).
+/// Clock ticks per second (the kernel's `AT_CLKTCK`, as `sysconf(_SC_CLK_TCK)` says it; 100
+/// if it says nothing).
 #[must_use]
 pub fn clock_ticks_per_second() -> u64 {
-    // SAFETY: sysconf has no preconditions; it only reads a constant of the system.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(ticks).ok().filter(|&t| t > 0).unwrap_or(100)
+    Some(procfs::ticks_per_second())
+        .filter(|&ticks| ticks > 0)
+        .unwrap_or(100)
 }
 
 /// `neuron_runtime_vcpu_usage` between two readings of a process `seconds` apart, as a share
@@ -409,5 +417,16 @@ mod tests {
         assert_eq!(usage.vcpu_usage.user, 37.5);
         assert_eq!(usage.vcpu_usage.system, 15.0);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn own_start_and_clock_tick_agree_with_the_kernel() {
+        let pid = i32::try_from(std::process::id()).unwrap();
+        let own = own_start_ticks();
+        assert!(own.is_some());
+        assert_eq!(own, process_start_ticks(Path::new("/proc"), pid));
+        // SAFETY: sysconf has no preconditions; it only reads a constant of the system.
+        let sysconf = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        assert_eq!(clock_ticks_per_second(), u64::try_from(sysconf).unwrap());
     }
 }
