@@ -24,7 +24,8 @@ Usage:
                                                    `.. crate-drawing-begin` and
                                                    `.. crate-drawing-end`
 
-The drawing lists the floors top first; each crate with its lines of Rust in src/ and an
+The drawing lists the floors top first; each crate with its lines of Rust in src/, rounded
+to the hundred so that an ordinary edit leaves the drawing as it is, and an
 arrow to each crate it depends on (normal and build dependencies), with that crate's floor:
 every arrow points to a smaller number. It is made from cargo metadata and the floors only.
 """
@@ -208,7 +209,8 @@ def drawing(floors, dependencies, lines) -> str:
     out = []
     for floor in sorted(set(floors.values()), reverse=True):
         for name in sorted(crate for crate, at in floors.items() if at == floor):
-            out.append(f"  floor {floor:>2}  {name}  ({lines.get(name, 0):,} lines)")
+            rounded = max(100, round(lines.get(name, 0), -2))
+            out.append(f"  floor {floor:>2}  {name}  (~{rounded:,} lines)")
             targets = sorted(
                 {
                     dependency
