@@ -18,14 +18,15 @@ use nds::CounterSnapshot;
 use nds_abi::counters::NcCounter;
 use nds_abi::layout::NDS_TOTAL_NEURONCORE_COUNT;
 use nds_abi::sysfs::{SysfsGroup, SYSFS_COUNTERS};
+use nds_document::groups::CoreIndexing;
+use nds_document::latency::LATENCY_BUCKETS_SECONDS;
+use nds_document::pods::SlabPods;
 use nds_sysfs::TimeInUseUnit;
 
 use crate::counters::{Counters, Family, Sample, SeriesId, Tracked};
 use crate::families::{self, EXECUTION_ERRORS, EXECUTION_STATUS, RUNTIME_LATENCY, RUNTIME_STATUS};
-use crate::groups::CoreIndexing;
 use crate::labels::{self, Labels};
-use crate::latency::LATENCY_BUCKETS_SECONDS;
-use crate::pods::SlabPods;
+use crate::pods::PodLabels;
 
 /// `status_type` values of `execution_status_total`, with their counters.
 pub const STATUS_TYPES: [(&str, NcCounter); 6] = [

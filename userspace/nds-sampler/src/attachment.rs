@@ -7,16 +7,15 @@ use std::time::Instant;
 
 use nds::{Error as NdsError, Reader};
 use nds_abi::layout::{slab_generation_is_owned, NDS_TOTAL_NEURONCORE_COUNT};
-
-use crate::config::RuntimeGroup;
-use crate::document::{RuntimeEntry, RuntimeReport};
-use crate::feeds::SlabFeeds;
-use crate::groups;
-use crate::host::ProcessCpu;
-use crate::latency::LatencyReservoir;
-use crate::pods::SlabAttribution;
-use crate::snapshot::{observe, sample_latencies, Observation, SlabReading};
-use crate::source::{Candidate, Owner, SlabKey};
+use nds_document::config::RuntimeGroup;
+use nds_document::document::{RuntimeEntry, RuntimeReport};
+use nds_document::groups;
+use nds_document::latency::LatencyReservoir;
+use nds_exporter::feeds::SlabFeeds;
+use nds_exporter::pods::SlabAttribution;
+use nds_host::host::ProcessCpu;
+use nds_slabs::snapshot::{observe, sample_latencies, Observation, SlabReading};
+use nds_slabs::{Candidate, Owner, SlabKey};
 
 /// Why an attachment ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

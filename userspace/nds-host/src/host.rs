@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::document::{CpuShares, MemoryInfo, ProcessCpuShare, RuntimeVcpuUsage, VcpuUsage};
+use nds_document::document::{CpuShares, MemoryInfo, ProcessCpuShare, RuntimeVcpuUsage, VcpuUsage};
 
 /// Why a `/proc` file could not be used.
 #[derive(Debug, thiserror::Error)]

@@ -10,9 +10,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use nds_document::document::{DeviceEcc, HardwareInfo, HwCounters};
 use nds_sysfs::SysfsRoot;
-
-use crate::document::{DeviceEcc, HardwareInfo, HwCounters};
 
 /// Where the Neuron driver publishes its devices.
 pub const DEFAULT_HARDWARE_ROOT: &str = "/sys/devices/virtual/neuron_device";

@@ -1,11 +1,10 @@
-//! Text from slabs and command lines on its way to a terminal, for every tool that shows it
-//! (nds-monitor's messages, nds-top, nds-ls).
-//!
-//! A tag or a model name is whatever bytes its process stored, and a command line whatever
-//! its process was given: an escape sequence in any of them would be run by the terminal that
-//! shows it. Every control character (C0, DEL, C1) and every bidirectional-formatting
-//! character (which reorders what follows it on screen) is therefore printed as an escape,
-//! never as itself.
+//! Text that other processes wrote (tags and model names from slabs, command lines) on its
+//! way to a terminal, for every tool that shows it (nds-monitor's messages, nds-top, nds-ls):
+//! every control character (C0, DEL, C1) and every bidirectional-formatting character, which a
+//! terminal would run or reorder what follows by, is printed as an escape, never as itself.
+//! It owns only this escaping and imports nothing but `std`.
+
+#![warn(missing_docs)]
 
 /// Characters that change what a terminal shows rather than showing themselves: controls, and
 /// the bidirectional marks, embeddings, overrides and isolates.

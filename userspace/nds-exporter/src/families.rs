@@ -6,9 +6,9 @@
 //! identify a series for its whole life.
 
 use nds_abi::sysfs::SysfsCounter;
+use nds_document::latency::LATENCY_BUCKETS_SECONDS;
 
 use crate::counters::{Family, FamilyKind};
-use crate::latency::LATENCY_BUCKETS_SECONDS;
 
 const fn counter(name: &'static str, help: &'static str, outlives_sources: bool) -> Family {
     Family {

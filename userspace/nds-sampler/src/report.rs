@@ -6,21 +6,21 @@ use std::path::Path;
 use std::time::Instant;
 
 use nds_abi::sysfs::SysfsGroup;
+use nds_document::config::{RuntimeGroup, RuntimeRule, SystemGroup};
+use nds_document::document::{MemoryInfo, RuntimeEntry, RuntimeVcpuUsage, SystemData, VcpuUsage};
+use nds_document::groups::{self, CoreIndexing, Interval};
+use nds_document::schedule::{GroupId, Schedule};
+use nds_document::system;
+use nds_exporter::counters::{Counters, Sample, Tracked};
+use nds_exporter::families::{self, DEVICE_STATUS, HARDWARE_ECC};
+use nds_exporter::labels;
+use nds_host::hardware::{self, EccTotals, ECC_COUNTERS};
+use nds_host::host::{self, ProcStat, ProcessCpu};
+use nds_slabs::snapshot::SlabReading;
 use nds_sysfs::{CoreTotals, TimeInUseUnit};
 
 use crate::attachment::Attachment;
-use crate::config::{RuntimeGroup, RuntimeRule, SystemGroup};
-use crate::counters::{Counters, Sample, Tracked};
-use crate::document::{MemoryInfo, RuntimeEntry, RuntimeVcpuUsage, SystemData, VcpuUsage};
-use crate::families::{self, DEVICE_STATUS, HARDWARE_ECC};
-use crate::groups::{self, CoreIndexing, Interval};
-use crate::hardware::{self, EccTotals, ECC_COUNTERS};
-use crate::host::{self, ProcStat, ProcessCpu};
-use crate::labels;
-use crate::schedule::{GroupId, Schedule};
-use crate::snapshot::SlabReading;
 use crate::source::Source;
-use crate::system;
 
 /// What every process's groups of one report share.
 pub struct RuntimeContext<'a> {

@@ -11,26 +11,27 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nds::{CounterSnapshot, SlabRead};
+use nds_document::config::{Plan, RuntimeGroup};
+use nds_document::document::{InstanceInfo, MonitorDocument, RuntimeEntry};
+use nds_document::groups::{self, CoreIndexing};
+use nds_document::schedule::{GroupId, Schedule};
+use nds_exporter::counters::{Counters, Sample, SeriesId};
+use nds_exporter::families::{
+    MONITOR_ATTACH_FAILURES, MONITOR_POD_RESOURCES_ERRORS, MONITOR_REPORTS, MONITOR_SLABS_ENDED,
+};
+use nds_exporter::feeds::{SlabLabels, Wants};
+use nds_exporter::labels;
+use nds_exporter::pods::{self, PodFeed};
+use nds_host::hardware;
+use nds_host::host;
+use nds_host::imds::InstanceMetadata;
+use nds_slabs::snapshot::{observe, sample_latencies, Observation, SlabReading};
+use nds_slabs::{Candidate, Discovery, SlabKey};
 use nds_sysfs::TimeInUseUnit;
 
 use crate::attachment::{AttachFailure, Attachment, EndReason};
-use crate::config::{Plan, RuntimeGroup};
-use crate::counters::{Counters, Sample, SeriesId};
-use crate::document::{InstanceInfo, MonitorDocument, RuntimeEntry};
-use crate::families::{
-    MONITOR_ATTACH_FAILURES, MONITOR_POD_RESOURCES_ERRORS, MONITOR_REPORTS, MONITOR_SLABS_ENDED,
-};
-use crate::feeds::{SlabLabels, Wants};
-use crate::groups::{self, CoreIndexing};
-use crate::hardware;
-use crate::host;
-use crate::imds::InstanceMetadata;
-use crate::labels;
-use crate::pods::{self, PodFeed};
 use crate::report::{self, RuntimeContext, SystemBaselines, SystemContext};
-use crate::schedule::{GroupId, Schedule};
-use crate::snapshot::{observe, sample_latencies, Observation, SlabReading};
-use crate::source::{Candidate, Discovery, SlabKey, Source};
+use crate::source::Source;
 
 /// Ended slabs kept for the next report at most; beyond, the oldest are only counted.
 pub const MAX_ENDED: usize = 1024;
@@ -224,7 +225,7 @@ impl Monitor {
     }
 
     /// Labels the exporter's series with the containers `feed` says hold each slab's device
-    /// and cores ([`crate::pods`]), and counts the feed's failures.
+    /// and cores ([`nds_exporter::pods`]), and counts the feed's failures.
     #[must_use]
     pub fn with_pod_attribution(mut self, feed: PodFeed) -> Self {
         if let Some(exporter) = self.exporter.as_mut() {
@@ -259,7 +260,8 @@ impl Monitor {
     }
 
     /// Latency samples held for the next reports (at most
-    /// [`RESERVOIR_CAPACITY`](crate::latency::RESERVOIR_CAPACITY) of each kind per process).
+    /// [`RESERVOIR_CAPACITY`](nds_document::latency::RESERVOIR_CAPACITY) of each kind per
+    /// process).
     #[must_use]
     pub fn latency_samples_held(&self) -> usize {
         self.attachments

@@ -28,12 +28,14 @@
 
 use std::fmt::Write;
 
-use crate::counters::{Counters, FamilyKind, Sample};
-use crate::document::{
+use nds_document::document::{
     CpuShares, InstanceInfo, MonitorDocument, Percentiles, RuntimeEntry, SystemData,
 };
+use nds_host::process_metrics::ProcessMetrics;
+
+use crate::counters::{Counters, FamilyKind, Sample};
 use crate::labels::{self, with, Labels};
-use crate::process_metrics::ProcessMetrics;
+use crate::pods::PodLabels;
 
 /// The media type of the exposition.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

@@ -9,6 +9,7 @@ use nds::{text_lossy, ModelEntry, Snapshot};
 use nds_abi::counters::{ExtNcCounter, NcCounter, NdCounter};
 use nds_abi::layout::NDS_TOTAL_NEURONCORE_COUNT;
 use nds_abi::records::{MemUsageSlot, VersionInfo};
+use nds_slabs::snapshot::SlabReading;
 use nds_sysfs::TimeInUseUnit;
 
 use crate::document::{
@@ -18,7 +19,6 @@ use crate::document::{
     SubgraphBreakdown, SubgraphDeviceMemory, SubgraphMemory, UsageBreakdown,
 };
 use crate::latency::{percentiles, LatencySamples};
-use crate::snapshot::SlabReading;
 
 /// Row of a model's usage grid holding host memory.
 const HOST_LOCATION: usize = 0;

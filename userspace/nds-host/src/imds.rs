@@ -29,7 +29,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 
-use crate::document::InstanceInfo;
+use nds_document::document::InstanceInfo;
 
 /// The metadata service's link-local address.
 pub const DEFAULT_ENDPOINT: &str = "http://169.254.169.254";

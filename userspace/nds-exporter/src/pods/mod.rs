@@ -15,13 +15,13 @@ mod feed;
 #[cfg(feature = "pods")]
 pub mod refresh;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use nds::CounterSnapshot;
+use nds_document::groups::CoreIndexing;
+use nds_document::pods::SlabPods;
 use nds_podresources::{Attribution, Container};
 
-use crate::groups::CoreIndexing;
 use crate::labels::Labels;
 
 pub use feed::PodFeed;
@@ -37,46 +37,41 @@ fn labels(holder: Option<&Arc<Container>>) -> Labels<'static> {
     })
 }
 
-/// The containers a slab's series are labelled with.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SlabPods {
-    /// Of its per-process series.
-    process: Option<Arc<Container>>,
-    /// Of its per-core series, by instance-wide core key (`neuroncore`); cores of no holder
-    /// are absent.
-    cores: BTreeMap<String, Arc<Container>>,
+/// The containers of a slab on `indexing`'s device that has counted on the cores in `counted`
+/// (a bit per core of the device), as `attribution` says.
+#[must_use]
+pub fn resolve(attribution: &Attribution, indexing: CoreIndexing, counted: u64) -> SlabPods {
+    let CoreIndexing { device, per_device } = indexing;
+    let counted_cores = (0..per_device.min(64)).filter(|&core| counted & (1 << core) != 0);
+    let cores = (0..per_device)
+        .filter_map(|core| {
+            let holder = attribution.core(device, per_device, core)?;
+            Some((indexing.key(core)?, Arc::clone(holder)))
+        })
+        .collect();
+    SlabPods {
+        process: attribution
+            .slab(device, per_device, counted_cores)
+            .map(Arc::clone),
+        cores,
+    }
 }
 
-impl SlabPods {
-    /// The containers of a slab on `indexing`'s device that has counted on the cores in
-    /// `counted` (a bit per core of the device), as `attribution` says.
-    #[must_use]
-    pub fn resolve(attribution: &Attribution, indexing: CoreIndexing, counted: u64) -> Self {
-        let CoreIndexing { device, per_device } = indexing;
-        let counted_cores = (0..per_device.min(64)).filter(|&core| counted & (1 << core) != 0);
-        let cores = (0..per_device)
-            .filter_map(|core| {
-                let holder = attribution.core(device, per_device, core)?;
-                Some((indexing.key(core)?, Arc::clone(holder)))
-            })
-            .collect();
-        Self {
-            process: attribution
-                .slab(device, per_device, counted_cores)
-                .map(Arc::clone),
-            cores,
-        }
-    }
-
+/// The labels of a slab's series from its [`SlabPods`].
+pub trait PodLabels {
     /// The labels of the slab's per-process series.
-    #[must_use]
-    pub fn process_labels(&self) -> Labels<'static> {
+    fn process_labels(&self) -> Labels<'static>;
+
+    /// The labels of the slab's series on core `key` (instance-wide).
+    fn core_labels(&self, key: &str) -> Labels<'static>;
+}
+
+impl PodLabels for SlabPods {
+    fn process_labels(&self) -> Labels<'static> {
         labels(self.process.as_ref())
     }
 
-    /// The labels of the slab's series on core `key` (instance-wide).
-    #[must_use]
-    pub fn core_labels(&self, key: &str) -> Labels<'static> {
+    fn core_labels(&self, key: &str) -> Labels<'static> {
         labels(self.cores.get(key))
     }
 }
@@ -119,7 +114,7 @@ impl SlabAttribution {
             Arc::ptr_eq(basis, attribution) && *at == indexing && *bits == counted
         });
         if !same {
-            self.pods = SlabPods::resolve(attribution, indexing, counted);
+            self.pods = resolve(attribution, indexing, counted);
             self.basis = Some((Arc::clone(attribution), indexing, counted));
         }
         &self.pods
@@ -180,7 +175,7 @@ mod tests {
             ("b", "aws.amazon.com/neuroncore", &["3"]),
         ]);
         // Device 1's cores are instance-wide 2 and 3.
-        let pods = SlabPods::resolve(&map, DEVICE_1, 0b10);
+        let pods = resolve(&map, DEVICE_1, 0b10);
         assert_eq!(pod_of(&pods.process_labels()), Some("b"));
         assert_eq!(pod_of(&pods.core_labels("2")), Some("a"));
         assert_eq!(pod_of(&pods.core_labels("3")), Some("b"));
@@ -195,11 +190,11 @@ mod tests {
             ]
         );
         // Counted on both: the process is neither's; its cores still are.
-        let both = SlabPods::resolve(&map, DEVICE_1, 0b11);
+        let both = resolve(&map, DEVICE_1, 0b11);
         assert!(both.process_labels().is_empty());
         assert_eq!(pod_of(&both.core_labels("2")), Some("a"));
         assert_eq!(
-            SlabPods::resolve(&map, DEVICE_1, 0b01).process,
+            resolve(&map, DEVICE_1, 0b01).process,
             pods.cores.get("2").cloned()
         );
     }
