@@ -235,6 +235,27 @@ layers_refuse_a_version_conditional_outside_the_shim() {
 }
 lint "module layers refuse a kernel-version cfg planted in rust/state" \
     layers_refuse_a_version_conditional_outside_the_shim
+lint "userspace layers (crates on floors, modules bottom up, the crate drawing in userspace.rst)" \
+    python3 tests/userspace-layers.py --check-doc Documentation/userspace.rst
+# The check above would let an import that points back up through if it missed one: a crate
+# of floor 0 depending on one of floor 1, and nds-exporter's lowest module using its highest.
+userspace_layers_refuse_imports_that_point_up() {
+    local copy
+    copy="$(mktemp -d)" && mkdir "$copy/userspace" &&
+        tar -C userspace --exclude=./target -cf - . | tar -C "$copy/userspace" -xf - &&
+        printf '\n[target.'"'cfg(unix)'"'.dependencies]\nnds-sysfs = { path = "../nds-sysfs" }\n' \
+            >>"$copy/userspace/nds-terminal/Cargo.toml" &&
+        printf '\n#[allow(unused_imports)]\nuse crate::prometheus::CONTENT_TYPE;\n' \
+            >>"$copy/userspace/nds-exporter/src/counters.rs" &&
+        ! python3 tests/userspace-layers.py --workspace "$copy/userspace" >"$copy/out" &&
+        grep -q "^nds-terminal (floor 0): normal dependency on nds-sysfs (floor 1)" "$copy/out" &&
+        grep -q "nds-exporter/src/counters.rs: module counters uses prometheus" "$copy/out"
+    local status=$?
+    rm -rf "$copy"
+    return "$status"
+}
+lint "userspace layers refuse a crate and a module importing upwards" \
+    userspace_layers_refuse_imports_that_point_up
 
 step "packaging tests ($variant): kbuild checks, modinfo, make install, DKMS, .deb"
 bash tests/packaging.sh "$variant" 2>&1 | tee "$results/packaging.log"

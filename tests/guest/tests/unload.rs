@@ -6,9 +6,9 @@ use neuron_ds_guest_tests::{
     acquire, helper_path, memory::MemoryReading, module_control::unload_module, nc_offset,
     open_device, Mapping, Producer, DEVICE, SLAB_SIZE,
 };
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use std::{fs, process::Command};
 
@@ -135,46 +135,73 @@ fn load_and_unload_a_hundred_times_without_growth() {
     );
 }
 
-/// `nds-monitor --format prometheus` running (the guest kernel has no networking, so no
-/// `serve`): every exposition line it prints, with when it came; SIGTERM when dropped.
+/// `nds-monitor serve` on a loopback port (the guest kernel has loopback TCP and nothing
+/// else); SIGTERM when dropped.
 struct Exporter {
     child: Child,
-    lines: Arc<Mutex<Vec<(Instant, String)>>>,
+    address: String,
 }
 
 impl Exporter {
     fn start() -> Self {
         let mut child = Command::new(helper_path("nds-monitor"))
             .args(["--period", "200ms", "--instance-metadata", "off"])
-            .args(["--format", "prometheus"])
+            .args(["serve", "--listen", "127.0.0.1:0"])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let collected = Arc::clone(&lines);
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                collected.lock().unwrap().push((Instant::now(), line));
-            }
-        });
-        Self { child, lines }
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let address = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|rest| rest.strip_suffix("/metrics"))
+            .unwrap_or_else(|| panic!("nds-monitor serve printed {line:?}"))
+            .to_owned();
+        Self { child, address }
     }
 
-    /// Waits (at most 20 s) for a line printed after `since` that `wanted` accepts.
-    fn wait_for(&self, since: Instant, what: &str, wanted: impl Fn(&str) -> bool) {
+    /// The status code and body of `GET path`, on a connection of its own.
+    fn get(&self, path: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.address
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let status = response
+            .split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"));
+        let body = response
+            .split_once("\r\n\r\n")
+            .map_or_else(String::new, |(_, body)| body.to_owned());
+        (status, body)
+    }
+
+    /// Waits (at most 20 s) until `/healthz` answers `status` and the exposition has (or, with
+    /// `present` false, has not) a line `wanted` accepts; panics naming `what` otherwise.
+    fn wait_for(&self, what: &str, status: u16, present: bool, wanted: impl Fn(&str) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let found = self
-                .lines
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|(at, line)| *at > since && wanted(line));
-            if found {
+            let (health, _) = self.get("/healthz");
+            let (_, exposition) = self.get("/metrics");
+            if health == status && exposition.lines().any(&wanted) == present {
                 return;
             }
-            assert!(Instant::now() < deadline, "never printed {what}");
+            assert!(
+                Instant::now() < deadline,
+                "never saw {what} (/healthz {health}):\n{exposition}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -188,24 +215,26 @@ impl Drop for Exporter {
     }
 }
 
-/// Whether `line` is a per-device series of device 0 from the kernel's totals.
+/// Whether `line` is device 0's gauge of owned slots, which only a loaded module's sysfs
+/// gives (its counters stay in the exposition, monotonic for the monitor's life).
 fn device_zero(line: &str) -> bool {
-    line.starts_with("nds_device_inference_count_total{")
-        && line.contains("neuron_device_index=\"0\"")
+    line.starts_with("nds_device_slots_owned{") && line.contains("neuron_device_index=\"0\"")
 }
 
 /// A module reload (as a KMM or DKMS upgrade does) while the exporter runs: it holds nothing
-/// that keeps the module loaded, and once the module is back its device series return,
-/// without a restart. (`/healthz` while the module is gone is a host
-/// test, `serve::healthz_is_unhealthy_while_the_module_is_gone`: the guest has no network.)
+/// that keeps the module loaded; while the module is gone `/healthz` says so (503) and no
+/// device is served; once the module is back both return, without a restart.
 #[test]
-fn a_running_exporter_follows_a_module_reload() {
+fn a_serving_exporter_follows_a_module_reload() {
     let params_text = fs::read_to_string("/module.params").unwrap_or_default();
     let params: Vec<&str> = params_text.split_whitespace().collect();
-    let started = Instant::now();
     let exporter = Exporter::start();
     let producer = Producer::start(DEVICE, &[(0, 1, 5)]).unwrap();
-    exporter.wait_for(started, "device 0's series", device_zero);
+    exporter.wait_for("its slab counted as owned", 200, true, |line| {
+        line.starts_with("nds_device_slots_owned{")
+            && line.contains("neuron_device_index=\"0\"")
+            && line.ends_with("} 1")
+    });
     producer.exit();
     // The exporter lets go of the slab within a sampling step or two.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -217,9 +246,14 @@ fn a_running_exporter_follows_a_module_reload() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    exporter.wait_for(
+        "503 and no device without the module",
+        503,
+        false,
+        device_zero,
+    );
     let mut args = vec!["/neuron_ds.ko"];
     args.extend_from_slice(&params);
     run("insmod", &args);
-    let reloaded = Instant::now();
-    exporter.wait_for(reloaded, "device 0's series after the reload", device_zero);
+    exporter.wait_for("device 0 after the reload", 200, true, device_zero);
 }

@@ -220,26 +220,6 @@ mod tests {
     }
 
     #[test]
-    fn every_benchmarked_counter_has_a_typed_handle_on_the_same_word() {
-        let slab = crate::slab::ScratchSlab::new("unit-typed").unwrap();
-        let producer = slab.producer().unwrap();
-        for band in Band::ALL {
-            for lane in 0..2 {
-                let counter = band.counter(lane);
-                let word = counter.word(&producer).expect("a named counter");
-                typed_increment(word, 5);
-                counter.increment(&producer, 1).unwrap();
-                assert_eq!(
-                    counter.read(producer.reader()).unwrap(),
-                    6,
-                    "{band:?} lane {lane}"
-                );
-                assert_eq!(word.get(), 6);
-            }
-        }
-    }
-
-    #[test]
     fn lanes_share_a_counter_only_when_asked_to() {
         for band in Band::ALL {
             let lanes = |sharing: Sharing| (sharing.counter(band, 0), sharing.counter(band, 1));

@@ -15,9 +15,12 @@
 
 #![warn(missing_docs)]
 
+// Floor 0: what is incremented.
 pub mod counters;
+// Floor 1: the slabs.
+pub mod slab;
+// Floor 2: the peers, the scenarios and the table.
 #[cfg(feature = "mmv")]
 pub mod mmv;
 pub mod report;
-pub mod slab;
 pub mod threads;

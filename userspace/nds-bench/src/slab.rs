@@ -222,6 +222,27 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
+    use crate::counters::{typed_increment, Band};
+
+    #[test]
+    fn every_benchmarked_counter_has_a_typed_handle_on_the_same_word() {
+        let slab = ScratchSlab::new("unit-typed").unwrap();
+        let producer = slab.producer().unwrap();
+        for band in Band::ALL {
+            for lane in 0..2 {
+                let counter = band.counter(lane);
+                let word = counter.word(&producer).expect("a named counter");
+                typed_increment(word, 5);
+                counter.increment(&producer, 1).unwrap();
+                assert_eq!(
+                    counter.read(producer.reader()).unwrap(),
+                    6,
+                    "{band:?} lane {lane}"
+                );
+                assert_eq!(word.get(), 6);
+            }
+        }
+    }
 
     #[test]
     fn the_snapshot_sees_every_counter_once_and_in_order() {

@@ -3,8 +3,10 @@
 //! A binary only, like the tools: clap lives in binaries, and this one compiles the tools'
 //! command-line modules (see `tools`) next to its own.
 
-mod assets;
+// Floor 0: the tools' command lines.
 mod tools;
+// Floor 1: the pages and completions generated from them.
+mod assets;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

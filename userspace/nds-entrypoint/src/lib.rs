@@ -9,9 +9,11 @@
 //! ([`capability`]). As a container's process 1 it stays as the monitor's init, so that the
 //! runtime's `SIGTERM` reaches the monitor ([`init`]); otherwise it replaces itself with it.
 
+// Floor 0: errors.
+pub mod error;
+// Floor 1: the capability, the command and the init.
 pub mod capability;
 pub mod command;
-pub mod error;
 pub mod init;
 
 pub use capability::{pass_perfmon_on, Perfmon};

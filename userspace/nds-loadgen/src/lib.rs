@@ -15,17 +15,23 @@
 
 #![warn(missing_docs)]
 
-pub mod compare;
+// Floor 0: errors, the generator, the producer's spec.
 pub mod error;
-pub mod mix;
-pub mod models;
-pub mod orchestrator;
-pub mod producer;
-pub mod recorder;
-pub mod report;
 pub mod rng;
 pub mod spec;
+// Floor 1: recorded writes, the status mix, models.
+pub mod mix;
+pub mod models;
+pub mod recorder;
+// Floor 2: what a producer reports.
+pub mod report;
+// Floor 3: reports against the kernel's totals, the stream a producer writes.
+pub mod compare;
 pub mod workload;
+// Floor 4: one producer process.
+pub mod producer;
+// Floor 5: the processes of all of them.
+pub mod orchestrator;
 
 pub use error::{Error, Result};
 pub use mix::StatusMix;

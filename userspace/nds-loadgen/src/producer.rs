@@ -3,6 +3,7 @@
 use std::io::{self, BufRead, Write};
 
 use nds::{Backend, Producer};
+use nds_slabs::slab_file_name;
 
 use crate::error::{Error, Result};
 use crate::mix::StatusMix;
@@ -12,12 +13,6 @@ use crate::workload::{StreamEnd, Workload};
 
 /// The line a producer prints once its report is written and it is holding its slab.
 pub const READY_LINE: &str = "ready";
-
-/// The slab file of process `pid` on `device` in a slab directory.
-#[must_use]
-pub fn slab_file_name(device: u32, pid: i32) -> String {
-    format!("neuron{device}-{pid}.slab")
-}
 
 /// Runs the producer described by `spec` in this process.
 ///

@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 
 use nds::{Backend, Reader};
 use nds_abi::counters::{ExtNcCounter, NcCounter, NdCounter};
-use nds_loadgen::producer::slab_file_name;
 use nds_loadgen::{ProducerReport, Summary};
+use nds_slabs::slab_file_name;
 
 struct Scratch(PathBuf);
 

@@ -1,6 +1,6 @@
 //! The JSON output: neuron-ls's array of device objects.
 
-use nds_monitor::terminal::escape_json_text;
+use nds_terminal::escape_json_text;
 use serde::Serialize;
 use serde_json::ser::PrettyFormatter;
 

@@ -11,8 +11,8 @@
 use std::io;
 
 use nds::Reader;
-use nds_monitor::groups::{process_info, tag_of, Interval};
-use nds_monitor::snapshot::{observe, Observation, SlabReading};
+use nds_document::groups::{process_info, tag_of, Interval};
+use nds_slabs::{observe, Observation, SlabReading};
 use nds_sysfs::{SlotRow, SysfsRoot};
 use serde::Serialize;
 

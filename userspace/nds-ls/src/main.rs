@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use cli::{Cli, OutputFormat};
-use nds_ls::{render_json, render_table, SlabLocation, Source};
+use nds_ls::{render_json, render_table, Source};
+use nds_slabs::SlabSource;
 use nds_sysfs::SysfsRoot;
 
 /// Why no device was found, for standard error.
@@ -33,8 +34,8 @@ fn main() -> ExitCode {
     let source = Source {
         sysfs: SysfsRoot::new(&cli.sysfs_root),
         slabs: match &cli.slab_dir {
-            Some(dir) => SlabLocation::Files { dir: dir.clone() },
-            None => SlabLocation::Devices {
+            Some(dir) => SlabSource::Files { dir: dir.clone() },
+            None => SlabSource::Kernel {
                 dev_dir: cli.dev_dir.clone(),
             },
         },

@@ -2,51 +2,19 @@
 
 use std::path::PathBuf;
 
-use nds::Backend;
+use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, DEFAULT_SYSFS_ROOT};
-
-/// How the slab of a slot-table row is opened.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SlabLocation {
-    /// Acquired through the device node `<dev_dir>/neuron<device>` for the row's pid, as any
-    /// reader of the module gets it.
-    Devices {
-        /// Directory of the device nodes, normally `/dev`.
-        dev_dir: PathBuf,
-    },
-    /// Read from `<dir>/neuron<device>-<pid>.slab`, the slab files `nds-loadgen run
-    /// --slab-dir` writes: the slot tables still say who holds a slab, the files stand in for
-    /// the kernel's slabs.
-    Files {
-        /// The directory.
-        dir: PathBuf,
-    },
-}
-
-impl SlabLocation {
-    /// Where the slab of process `pid` on `device` is opened.
-    #[must_use]
-    pub fn backend(&self, device: u32, pid: i32) -> Backend {
-        match self {
-            Self::Devices { dev_dir } => Backend::device(dev_dir.join(format!("neuron{device}"))),
-            Self::Files { dir } => Backend::file(dir.join(format!("neuron{device}-{pid}.slab"))),
-        }
-    }
-
-    /// Whether the slabs are the kernel's, whose generation word is the slot table's.
-    #[must_use]
-    pub fn is_kernel(&self) -> bool {
-        matches!(self, Self::Devices { .. })
-    }
-}
 
 /// Everything nds-ls reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Source {
     /// The module's sysfs tree: devices, `core_count`, slot tables.
     pub sysfs: SysfsRoot,
-    /// The slabs.
-    pub slabs: SlabLocation,
+    /// The slabs of the slot tables' owners: acquired through the device node for the row's
+    /// pid, as any reader of the module gets it, or read from the slab files `nds-loadgen run
+    /// --slab-dir` writes (the slot tables still say who holds a slab, the files stand in for
+    /// the kernel's slabs).
+    pub slabs: SlabSource,
     /// `/proc`, for the processes' command lines.
     pub proc_root: PathBuf,
 }
@@ -56,7 +24,7 @@ impl Default for Source {
     fn default() -> Self {
         Self {
             sysfs: SysfsRoot::new(DEFAULT_SYSFS_ROOT),
-            slabs: SlabLocation::Devices {
+            slabs: SlabSource::Kernel {
                 dev_dir: PathBuf::from("/dev"),
             },
             proc_root: PathBuf::from("/proc"),

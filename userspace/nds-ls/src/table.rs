@@ -1,7 +1,7 @@
 //! The table output, laid out like neuron-ls's: one row per process, the device's columns on
 //! its first row, a rule between devices; then one line per error.
 
-use nds_monitor::terminal::{escape, escape_within};
+use nds_terminal::{escape, escape_within};
 
 use crate::listing::{DeviceEntry, ProcessEntry};
 
@@ -29,7 +29,7 @@ type Row = [String; TITLES.len()];
 
 /// `devices` as a plain-text table, then one line per device or process error. Commands and
 /// tags longer than 40 characters are cut unless `wide`; every text from a slab or `/proc`
-/// is escaped (see [`nds_monitor::terminal`]).
+/// is escaped (see [`nds_terminal`]).
 #[must_use]
 pub fn render_table(devices: &[DeviceEntry], wide: bool) -> String {
     let limit = if wide { usize::MAX } else { NARROW_TEXT };

@@ -13,7 +13,8 @@ use common::{
     RUNTIME_VERSION,
 };
 use nds::{Backend, Producer};
-use nds_ls::{list, render_json, render_table, SlabLocation};
+use nds_ls::{list, render_json, render_table};
+use nds_slabs::SlabSource;
 use serde_json::Value;
 
 fn json_of(host: &Host) -> Value {
@@ -31,7 +32,7 @@ fn pids(processes: &[Value]) -> BTreeSet<i64> {
 /// Whether `text` holds a character a terminal would act on (a line break aside).
 fn has_raw_control(text: &str) -> bool {
     text.chars()
-        .any(|c| c != '\n' && nds_monitor::terminal::is_unsafe(c))
+        .any(|c| c != '\n' && nds_terminal::is_unsafe(c))
 }
 
 #[test]
@@ -238,7 +239,7 @@ fn slabs_through_device_nodes_that_cannot_be_acquired_are_errors() {
     // Device 0 has a node that is no Neuron device, device 1 none at all.
     write(&nodes.join("neuron0"), "not a device\n");
     let mut source = host.source();
-    source.slabs = SlabLocation::Devices { dev_dir: nodes };
+    source.slabs = SlabSource::Kernel { dev_dir: nodes };
     let devices = list(&source).unwrap();
     let error = |device: usize| devices[device].neuron_processes[0].error.clone();
     assert!(

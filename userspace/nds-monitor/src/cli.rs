@@ -1,6 +1,6 @@
-//! The command line of the `nds-monitor` tool, a module of its binary (the library carries no CLI
-//! dependency). `nds-dist` compiles this same file by path to generate the manual page and
-//! shell completions from these definitions.
+//! The command line of the `nds-monitor` tool, a module of its binary. `nds-dist` compiles this
+//! same file by path to generate the manual page and shell completions from these definitions,
+//! so it names only crates `nds-dist` depends on too (`nds-document`, `nds-host`, `nds-sysfs`).
 //!
 //! neuron-monitor's own options keep their spelling: `-c, --config-file` and `--verbose 0..4`.
 
@@ -9,11 +9,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use nds_document::config::period_argument;
+use nds_host::hardware::DEFAULT_HARDWARE_ROOT;
+use nds_host::imds::MetadataSetting;
 use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
-
-use nds_monitor::config::period_argument;
-use nds_monitor::hardware::DEFAULT_HARDWARE_ROOT;
-use nds_monitor::imds::MetadataSetting;
 
 /// Reports every process's datastore counters and the kernel's totals, one document per period.
 #[derive(Debug, Parser)]

@@ -1,26 +1,19 @@
-//! The crate's error type.
+//! The binary's error type.
 
 use std::io;
-use std::path::PathBuf;
 
 /// Why the monitor cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The configuration file could not be read.
-    #[error("{}: {source}", path.display())]
-    ConfigRead {
-        /// The file.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
-    /// The configuration is not valid JSON of the expected shape.
-    #[error("configuration: {0}")]
-    ConfigJson(#[from] serde_json::Error),
-    /// A value in the configuration or on the command line is invalid.
+    /// The configuration file, or a period in it or on the command line, cannot be used.
+    #[error(transparent)]
+    Plan(#[from] nds_document::Error),
+    /// A value on the command line is invalid.
     #[error("configuration: {0}")]
     Config(String),
+    /// A report could not be written as JSON.
+    #[error("writing JSON: {0}")]
+    Json(#[from] serde_json::Error),
     /// A file of the module's sysfs tree or parameters could not be read or parsed.
     #[error("{0}")]
     Sysfs(#[from] nds_sysfs::Error),
@@ -32,9 +25,8 @@ pub enum Error {
     #[error("the reports had no Neuron device to report on")]
     NoDevice,
     /// The certificate or key of `serve --cert-file/--key-file` cannot be used.
-    #[cfg(feature = "serve")]
     #[error("serve: {0}")]
-    Tls(#[from] crate::serve::tls::TlsError),
+    Tls(#[from] crate::serve::TlsError),
     /// The thread asking the kubelet for pod attribution could not be started.
     #[error("pod attribution: {0}")]
     PodAttribution(#[source] io::Error),

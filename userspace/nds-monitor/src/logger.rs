@@ -5,9 +5,26 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
-use nds_monitor::terminal::escape;
+use nds_terminal::escape;
 
-/// Writes records of this tool's crate (and at level 4 every crate's) to standard error.
+/// The crates this tool is made of: their records are its own messages (the libraries' are
+/// shown at level 4 only).
+const OWN_CRATES: [&str; 6] = [
+    "nds_monitor",
+    "nds_sampler",
+    "nds_exporter",
+    "nds_host",
+    "nds_document",
+    "nds_slabs",
+];
+
+/// Whether a record's `target` (a module path, by default) is in one of [`OWN_CRATES`].
+fn is_own(target: &str) -> bool {
+    let crate_name = target.split("::").next().unwrap_or(target);
+    OWN_CRATES.contains(&crate_name)
+}
+
+/// Writes records of this tool's crates (and at level 4 every crate's) to standard error.
 struct StderrLogger {
     level: LevelFilter,
     every_crate: bool,
@@ -15,8 +32,7 @@ struct StderrLogger {
 
 impl Log for StderrLogger {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.level() <= self.level
-            && (self.every_crate || metadata.target().starts_with("nds_monitor"))
+        metadata.level() <= self.level && (self.every_crate || is_own(metadata.target()))
     }
 
     fn log(&self, record: &Record<'_>) {
@@ -54,5 +70,23 @@ pub fn init(verbose: u8) {
     static LOGGER: OnceLock<StderrLogger> = OnceLock::new();
     if log::set_logger(LOGGER.get_or_init(|| logger)).is_ok() {
         log::set_max_level(level);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tools_own_crates_are_told_from_the_libraries() {
+        assert!(is_own("nds_sampler::monitor"));
+        assert!(is_own("nds_monitor"));
+        assert!(is_own("nds_exporter::pods::refresh"));
+        assert!(!is_own("nds_sysfs"));
+        assert!(
+            !is_own("nds_samplers::x"),
+            "a crate of a longer name is another crate"
+        );
+        assert!(!is_own("hyper::proto"));
     }
 }

@@ -1,7 +1,16 @@
-//! `nds-monitor`: neuron-monitor for the Neuron DataStore.
+//! `nds-monitor`: neuron-monitor for the Neuron DataStore, the binary that wires the crates of
+//! the monitor together: its command line and messages, the JSON or Prometheus reports of the
+//! sampling loop (`nds-sampler`) on standard output, and `serve`, the exporter over HTTP(S).
+//! It may import every crate of the monitor; none imports it.
 
+#![warn(missing_docs)]
+
+// Floor 0: the command line, the messages, the HTTP(S) endpoint.
 mod cli;
 mod logger;
+mod serve;
+// Floor 1: why the monitor cannot run (serve's TLS errors among them).
+mod error;
 
 use std::io::{self, Write};
 use std::net::TcpListener;
@@ -11,18 +20,22 @@ use std::time::Instant;
 
 use clap::Parser;
 use cli::{Cli, Command, Format};
-use nds_monitor::hardware::HardwareTree;
-use nds_monitor::pods::refresh;
-use nds_monitor::prometheus::{exposition, LatestReport};
-use nds_monitor::serve::{serve, TlsFiles};
-use nds_monitor::{Error, HostSource, Monitor, Plan, Result, SlabSource, Source};
+use error::{Error, Result};
+use nds_document::Plan;
+use nds_exporter::pods::refresh;
+use nds_exporter::prometheus::{exposition, LatestReport};
+use nds_host::hardware::HardwareTree;
+use nds_host::HostSource;
+use nds_sampler::{Monitor, Source};
+use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use regex::Regex;
+use serve::{serve, TlsFiles};
 
 fn plan(cli: &Cli) -> Result<Plan> {
     let mut plan = match &cli.config_file {
         Some(path) => Plan::from_file(path)?,
-        None => Plan::everything(nds_monitor::config::DEFAULT_PERIOD),
+        None => Plan::everything(nds_document::config::DEFAULT_PERIOD),
     };
     if let Some(period) = cli.period {
         plan.set_period(period);

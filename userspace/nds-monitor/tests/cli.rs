@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use common::*;
-use nds_monitor::metrics::{DocTable, FAMILIES, INSTANCE_LABELS};
+use nds_metric_table::{DocTable, FAMILIES, INSTANCE_LABELS};
 use nds_sysfs::TimeInUseUnit;
 use prometheus_parse::{Scrape, Value};
 

@@ -8,9 +8,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use nds_monitor::document::RuntimeEntry;
-use nds_monitor::imds::MetadataSetting;
-use nds_monitor::{Monitor, MonitorDocument, Plan};
+use nds_document::document::RuntimeEntry;
+use nds_document::{MonitorDocument, Plan};
+use nds_host::imds::MetadataSetting;
+use nds_sampler::Monitor;
 use serde_json::Value;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -190,7 +191,7 @@ fn device_one_processes_are_on_neuroncores_two_and_three_everywhere() {
         assert_eq!(sysfs_keys, keys, "neuron_counters of device {device}");
     }
     // Prometheus: the ecosystem's and our families label the same instance-wide cores.
-    let exposition = nds_monitor::prometheus::render(&document, monitor.counters());
+    let exposition = nds_exporter::prometheus::render(&document, monitor.counters());
     for family in [
         "neuroncore_utilization_ratio",
         "neuroncore_memory_usage_tensors",

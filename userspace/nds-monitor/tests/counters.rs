@@ -7,7 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use nds_monitor::{Monitor, Plan};
+use nds_document::Plan;
+use nds_sampler::Monitor;
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -124,7 +125,7 @@ fn a_tag_filtered_out_feeds_nothing_and_sampling_follows_the_rule() {
     let scratch = Scratch::new("counters-filter");
     produce(&scratch.slabs(), 0, 7101, "kept", 40);
     produce(&scratch.slabs(), 0, 7102, "dropped", 40);
-    let config: nds_monitor::config::ConfigFile = serde_json::from_str(
+    let config: nds_document::config::ConfigFile = serde_json::from_str(
         r#"{"period": "1s", "neuron_runtimes": [
             {"tag_filter": "^kept$", "metrics": [{"type": "execution_stats"}]},
             {"tag_filter": "^other$", "metrics": [{"type": "memory_used"}]}]}"#,

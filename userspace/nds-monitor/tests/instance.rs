@@ -12,9 +12,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use nds_monitor::document::InstanceInfo;
-use nds_monitor::imds::MetadataSetting;
-use nds_monitor::{Monitor, MonitorDocument, Plan};
+use nds_document::document::InstanceInfo;
+use nds_document::{MonitorDocument, Plan};
+use nds_host::imds::MetadataSetting;
+use nds_sampler::Monitor;
 
 const SECOND: Duration = Duration::from_secs(1);
 

@@ -1,4 +1,4 @@
-//! The exposition carries exactly the families `nds_monitor::metrics` declares: rendered from
+//! The exposition carries exactly the families `nds_metric_table` declares: rendered from
 //! an input with every group, a latency histogram, ECC events, pod attribution and every
 //! reason, each family is declared with the type, help and labels it is rendered with, and
 //! each declared family is rendered.
@@ -9,13 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use common::*;
-use nds_monitor::metrics::{MetricFamily, MetricType, FAMILIES, INSTANCE_LABELS, POD_LABELS};
-use nds_monitor::prometheus::{exposition, LatestReport};
-use nds_monitor::{Monitor, Plan};
+use nds_document::Plan;
+use nds_exporter::prometheus::{exposition, LatestReport};
+use nds_metric_table::{MetricFamily, MetricType, FAMILIES, INSTANCE_LABELS, POD_LABELS};
 use nds_podresources::v1::{
     ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
 };
 use nds_podresources::Attribution;
+use nds_sampler::Monitor;
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -28,7 +29,7 @@ fn rich_exposition(scratch: &Scratch) -> String {
     scratch.hardware(1, 3);
     let pid = own_pid();
     produce(&scratch.slabs(), 0, pid, "everything", 200);
-    let feed = nds_monitor::pods::PodFeed::new(Duration::from_secs(3600));
+    let feed = nds_exporter::pods::PodFeed::new(Duration::from_secs(3600));
     let t0 = Instant::now();
     feed.publish(
         Attribution::from_list(&ListPodResourcesResponse {
@@ -160,7 +161,7 @@ fn the_exposition_renders_exactly_the_declared_families() {
         .collect();
     assert!(
         undeclared.is_empty(),
-        "rendered, not declared in nds_monitor::metrics::FAMILIES: {undeclared:?}"
+        "rendered, not declared in nds_metric_table::FAMILIES: {undeclared:?}"
     );
     let unrendered: Vec<&String> = declared
         .keys()

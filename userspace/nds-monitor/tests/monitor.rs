@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nds_abi::layout::SLAB_GENERATION_OFFSET;
-use nds_monitor::config::{ConfigFile, SystemGroup};
-use nds_monitor::document::RuntimeEntry;
-use nds_monitor::{Monitor, MonitorDocument, Plan};
+use nds_document::config::{ConfigFile, SystemGroup};
+use nds_document::document::RuntimeEntry;
+use nds_document::{MonitorDocument, Plan};
+use nds_sampler::Monitor;
 use nds_sysfs::TimeInUseUnit;
 use regex::Regex;
 
@@ -304,7 +305,7 @@ fn a_slab_of_random_bytes_yields_a_valid_document() {
     assert!(entry.report.nds_counters.is_some());
     let values = vec![serde_json::to_value(&document).unwrap()];
     validate(&values);
-    let exposition = nds_monitor::prometheus::render(&document, monitor.counters());
+    let exposition = nds_exporter::prometheus::render(&document, monitor.counters());
     assert!(exposition.contains("nds_runtime_status_total"));
 }
 
@@ -365,7 +366,7 @@ fn host_groups_come_from_proc_and_the_driver_tree() {
     let runtime = producer.report.neuron_runtime_vcpu_usage.as_ref().unwrap();
     assert_eq!(runtime.error, "");
     // Shares of 2 vCPUs over 2 s: ticks / (2 * 2 * ticks per second) * 100.
-    let capacity = 4.0 * nds_monitor::host::clock_ticks_per_second() as f64;
+    let capacity = 4.0 * nds_host::host::clock_ticks_per_second() as f64;
     let expected = |ticks: f64| (ticks * 10_000.0 / capacity).round().min(10_000.0) / 100.0;
     assert_eq!(runtime.vcpu_usage.user, expected(120.0));
     assert_eq!(runtime.vcpu_usage.system, expected(40.0));
@@ -486,13 +487,13 @@ fn latency_samples_are_bounded_and_kept_only_when_wanted() {
     let held = latency_samples_after("latency-bounded", Plan::everything(day), 3_000);
     assert_eq!(
         held,
-        2 * nds_monitor::latency::RESERVOIR_CAPACITY,
+        2 * nds_document::latency::RESERVOIR_CAPACITY,
         "total and device"
     );
     let mut without = Plan::everything(day);
     without.runtimes[0]
         .groups
-        .retain(|&(group, _)| group != nds_monitor::config::RuntimeGroup::ExecutionStats);
+        .retain(|&(group, _)| group != nds_document::config::RuntimeGroup::ExecutionStats);
     assert_eq!(latency_samples_after("latency-unwanted", without, 300), 0);
     let mut filtered = Plan::everything(day);
     filtered.tag_filter = Some(Regex::new("^other$").unwrap());

@@ -9,14 +9,16 @@
 
 #![warn(missing_docs)]
 
+// Floor 0: the generated messages, errors.
+#[cfg(feature = "client")]
+mod error;
+pub mod v1;
+// Floor 1: the mapping, the client and the server.
 mod attribution;
 #[cfg(feature = "client")]
 mod client;
-#[cfg(feature = "client")]
-mod error;
 #[cfg(feature = "server")]
 mod server;
-pub mod v1;
 
 pub use attribution::{Attribution, Container, Skip, SkipReason};
 #[cfg(feature = "client")]

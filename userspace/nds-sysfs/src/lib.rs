@@ -18,11 +18,14 @@
 
 #![warn(missing_docs)]
 
+// Floor 0: errors, one core's totals.
 mod error;
-mod root;
+mod totals;
+// Floor 1: the slot table, the unit of busy time.
 mod slots;
 mod time_unit;
-mod totals;
+// Floor 2: the tree's paths and the reads that walk it.
+mod root;
 
 pub use error::{Error, Result};
 pub use root::{SysfsFile, SysfsRoot, DEFAULT_SYSFS_ROOT};

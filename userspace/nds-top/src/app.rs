@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use nds_monitor::MonitorDocument;
+use nds_document::MonitorDocument;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::view::{self, Tab, View};

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use nds_monitor::config::period_argument;
-use nds_monitor::hardware::DEFAULT_HARDWARE_ROOT;
-use nds_monitor::imds::MetadataSetting;
+use nds_document::config::period_argument;
+use nds_host::hardware::DEFAULT_HARDWARE_ROOT;
+use nds_host::imds::MetadataSetting;
 use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
 
 /// Shows every process's NeuronCores, executions, memory and models.

@@ -1,6 +1,6 @@
 //! A neuron-top for the Neuron DataStore.
 //!
-//! [`App`] holds the latest [`MonitorDocument`](nds_monitor::MonitorDocument) and the user's
+//! [`App`] holds the latest [`MonitorDocument`](nds_document::MonitorDocument) and the user's
 //! place in it (tab, tree selection, expansions); [`view::View`] condenses one tab of a
 //! report (the "all" aggregate, or one process) into what is shown; [`ui::draw`] lays it out:
 //! NeuronCore utilization, executions and errors, memory, the loaded-models tree, and the tab
@@ -10,9 +10,12 @@
 
 #![warn(missing_docs)]
 
-pub mod app;
-pub mod ui;
+// Floor 0: what one tab shows.
 pub mod view;
+// Floor 1: the state and its keys.
+pub mod app;
+// Floor 2: the screen.
+pub mod ui;
 
 pub use app::App;
 

@@ -8,8 +8,11 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use cli::Cli;
-use nds_monitor::hardware::HardwareTree;
-use nds_monitor::{HostSource, Monitor, Plan, SlabSource, Source};
+use nds_document::Plan;
+use nds_host::hardware::HardwareTree;
+use nds_host::HostSource;
+use nds_sampler::{Monitor, Source};
+use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};

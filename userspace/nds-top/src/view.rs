@@ -1,10 +1,10 @@
 //! What one tab shows, condensed from a report.
 
-use nds_monitor::document::{
+use nds_document::document::{
     CoreMemory, ErrorSummary, ExecutionSummary, HostBreakdown, MonitorDocument, RuntimeEntry,
 };
-use nds_monitor::groups::{cores_per_device, CoreIndexing};
-use nds_monitor::terminal::escape;
+use nds_document::groups::{cores_per_device, CoreIndexing};
+use nds_terminal::escape;
 
 /// A tab of the tab bar.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,10 +5,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nds::{Backend, Producer};
+use nds_document::{MonitorDocument, Plan};
+use nds_host::HostSource;
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{Recorder, StatusMix, Tally};
-use nds_monitor::{HostSource, Monitor, MonitorDocument, Plan, SlabSource, Source};
+use nds_sampler::{Monitor, Source};
+use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use nds_top::{render_text, App};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -78,7 +81,7 @@ fn document_on(device: u32, devices: u32) -> (Scratch, MonitorDocument) {
         },
         sysfs: SysfsRoot::new(sys),
         host: HostSource {
-            hardware: nds_monitor::hardware::HardwareTree::new(scratch.0.join("no-driver")),
+            hardware: nds_host::hardware::HardwareTree::new(scratch.0.join("no-driver")),
             ..HostSource::default()
         },
         time_in_use_unit: Some(TimeInUseUnit::PICOSECOND),
@@ -227,7 +230,7 @@ fn control_characters_from_a_slab_never_reach_the_screen() {
     app.handle_key(KeyCode::Char('x'));
     let text = screen(&app);
     assert!(
-        !text.contains(|c: char| c != '\n' && nds_monitor::terminal::is_unsafe(c)),
+        !text.contains(|c: char| c != '\n' && nds_terminal::is_unsafe(c)),
         "{text:?}"
     );
     assert!(text.contains("tag\\x1b"), "{text}");

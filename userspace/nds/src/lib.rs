@@ -24,22 +24,30 @@
 //! Slab contents are untrusted: no function panics or misbehaves whatever bytes the slab holds.
 //! The numbers of the wire format live in [`nds_abi`], re-exported here as [`abi`].
 
-mod backend;
-mod datastore;
+// Floor 0: errors, model slots, the seqlock, truncated files (and the tests' scratch).
 mod error;
-mod handles;
 mod models;
-mod producer;
-mod reader;
-pub mod records;
 mod seqlock;
-mod slab;
-mod snapshot;
-#[cfg(feature = "status-sink")]
-mod status_sink;
 #[cfg(test)]
 mod test_support;
 mod truncation;
+// Floor 1: word-level access to the slab.
+mod slab;
+// Floor 2: where a slab comes from, counter handles, records.
+mod backend;
+mod handles;
+pub mod records;
+// Floor 3: every counter at once.
+mod snapshot;
+// Floor 4: the reader's handle.
+mod reader;
+// Floor 5: the producer's handle (a producer reads its own slab too).
+mod producer;
+// Floor 6: libnds' handle over both roles.
+mod datastore;
+// Floor 7: the status bridge writing into a producer's slab.
+#[cfg(feature = "status-sink")]
+mod status_sink;
 
 pub use nds_abi as abi;
 

@@ -38,17 +38,23 @@
 
 #![warn(missing_docs)]
 
-pub mod band;
-pub mod bridge;
+// Floor 0: the status space, the counters, the mailbox byte.
 pub mod counter;
-pub mod decode;
-pub mod errno;
 pub mod mailbox;
-pub mod memory;
+pub mod status;
+// Floor 1: what is known about one status.
+pub mod band;
+pub mod errno;
 pub mod message;
 pub mod priority;
+// Floor 2: the decode chain.
+pub mod decode;
+// Floor 3: the bridge.
+pub mod bridge;
+// Floor 4: writing bridge events into a datastore.
 pub mod sink;
-pub mod status;
+// Floor 5: the in-memory sink of expected totals.
+pub mod memory;
 
 pub use band::Band;
 pub use bridge::Latencies;

@@ -14,7 +14,8 @@ use nds::{Backend, Producer};
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{Recorder, StatusMix, Tally};
-use nds_ls::{SlabLocation, Source};
+use nds_ls::Source;
+use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use serde_json::Value;
 
@@ -47,7 +48,7 @@ impl Host {
     pub fn source(&self) -> Source {
         Source {
             sysfs: SysfsRoot::new(self.sys()),
-            slabs: SlabLocation::Files { dir: self.slabs() },
+            slabs: SlabSource::Files { dir: self.slabs() },
             proc_root: PathBuf::from("/proc"),
         }
     }

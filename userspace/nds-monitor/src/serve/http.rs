@@ -25,6 +25,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use nds_exporter::prometheus::CONTENT_TYPE as EXPOSITION_TYPE;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{oneshot, watch};
@@ -34,7 +35,6 @@ use tokio_rustls::TlsAcceptor;
 use super::admission::{Admission, ConnectionId};
 use super::deadline::{Deadline, Phases};
 use super::Published;
-use crate::prometheus::CONTENT_TYPE as EXPOSITION_TYPE;
 
 /// What bounds one connection.
 #[derive(Clone, Copy, Debug)]

@@ -20,10 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use nds_exporter::prometheus::{exposition, LatestReport};
+use nds_sampler::Monitor;
 use tokio_rustls::TlsAcceptor;
-
-use crate::monitor::Monitor;
-use crate::prometheus::{exposition, LatestReport};
 
 pub use tls::{TlsError, TlsFiles};
 

@@ -24,12 +24,15 @@ use std::time::{Duration, Instant};
 
 use nds::{Backend, Producer};
 use nds_abi::sysfs::SYSFS_COUNTERS;
+use nds_document::Plan;
+use nds_host::hardware::HardwareTree;
+use nds_host::imds::MetadataSetting;
+use nds_host::HostSource;
 use nds_loadgen::spec::{ProducerSpec, SlabSource as LoadgenSource, StreamLength};
 use nds_loadgen::workload::Workload;
 use nds_loadgen::{ProducerReport, Recorder, StatusMix, Tally};
-use nds_monitor::hardware::HardwareTree;
-use nds_monitor::imds::MetadataSetting;
-use nds_monitor::{HostSource, Monitor, Plan, SlabSource, Source};
+use nds_sampler::{Monitor, Source};
+use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 
 pub struct Scratch(pub PathBuf);

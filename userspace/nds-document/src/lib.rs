@@ -1,0 +1,27 @@
+//! neuron-monitor's document and what fills it: the JSON [`MonitorDocument`] printed every
+//! period (its runtime and system groups, with neuron-monitor's keys and types), the
+//! configuration file and the [`Plan`] it resolves to, when each group is due, and the
+//! building of the runtime groups from two readings of a slab (the period's start and end),
+//! of the latency percentiles, and of the kernel's aggregated totals. It imports the slab
+//! readings of `nds-slabs`, the datastore's own crates and the data types of
+//! `nds-podresources` (no client), never the host readers, the exporter or the sampling loop.
+
+#![warn(missing_docs)]
+
+// Floor 0: errors, and the containers of a slab's series.
+pub mod error;
+pub mod pods;
+// Floor 1: the document and the configuration.
+pub mod config;
+pub mod document;
+// Floor 2: when groups are due, latency percentiles.
+pub mod latency;
+pub mod schedule;
+// Floor 3: the runtime groups from slab readings.
+pub mod groups;
+// Floor 4: the kernel's totals per device and core.
+pub mod system;
+
+pub use config::Plan;
+pub use document::MonitorDocument;
+pub use error::{Error, Result};
