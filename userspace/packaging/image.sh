@@ -13,6 +13,10 @@
 # storage or a base image, and records exactly what the directory holds (file capabilities
 # included); podman then runs the archive and skopeo copies it to a registry (kubernetes.rst).
 #
+# The binaries build in IMAGE_CARGO_TARGET (default userspace/target/image, inside the cargo
+# cache of qemu/cargo-targets.sh when make deps set it up): their own target directory, since
+# the remapping flags differ from every other build's and would otherwise rebuild theirs.
+#
 # Usage: userspace/packaging/image.sh [--output FILE]   (default build/nds-monitor-image.tar)
 set -euo pipefail
 
@@ -51,7 +55,7 @@ created="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)"
 revision="$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
 
 work="$root/build/image"
-target="$work/cargo"
+target="${IMAGE_CARGO_TARGET:-$root/userspace/target/image}"
 mkdir -p "$work"
 
 # The binaries: release, static, stripped, with this checkout's, cargo's and the toolchain's
