@@ -28,7 +28,8 @@ mkdir -p "$root/build" && exec 8>"$root/build/.harness.lock" && flock 8
 results="$root/build/test-$variant"
 rm -rf "$results" && mkdir -p "$results"
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each step says when it began, so a slow run shows where its time went.
+step() { printf '\n=== %s  (%s)\n' "$*" "$(date +%T)"; }
 count() { # count <passed> <failed> <what>
     passed=$((passed + $1)) failed=$((failed + $2))
     printf -- '--- %s: %d passed, %d failed\n' "$3" "$1" "$2"
