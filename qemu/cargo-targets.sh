@@ -8,7 +8,8 @@
 # A second clone on the same machine then builds only its workspace's own crates (their
 # identity includes their path); every dependency comes built. A target that is a directory of
 # its own (made by hand, or before this script) is left as it is. Of each workspace's keys the
-# newest KEEP (default 3) stay; older ones are removed.
+# newest KEEP (default 3) stay; older ones are removed. CARGO_TARGETS_PREFIX starts the names
+# (tests/run.sh's test tree has targets of its own, test-tree-<workspace>-<key>).
 #
 # Usage: qemu/cargo-targets.sh   (make deps runs it)
 set -euo pipefail
@@ -24,7 +25,7 @@ for workspace in userspace tests/guest tests/bench-guest; do
     dir="$root/$workspace"
     [ -f "$dir/Cargo.lock" ] || continue
     key="$({ (cd "$dir" && rustc -vV) && cat "$dir/Cargo.lock"; } | sha256sum | cut -c1-12)"
-    name="${workspace//\//-}"
+    name="${CARGO_TARGETS_PREFIX:-}${workspace//\//-}"
     target="$cache/$name-$key"
     link="$dir/target"
     mkdir -p "$target"

@@ -22,6 +22,17 @@ source qemu/env.sh
 newest="${KERNEL_RELEASES[0]}"
 older=("${KERNEL_RELEASES[@]:1}")
 
+# The run builds and tests in the cache's test tree (qemu/test-tree.sh): one path for every
+# clone, so that a second clone rebuilds only the crates whose files changed. Its cargo
+# targets are its own (CARGO_TARGETS_PREFIX), written by no build at another path. The lock
+# makes runs of two clones take turns; NDS_TEST_IN_PLACE=1 tests the checkout where it lies.
+if [ -z "${NDS_TEST_TREE:-}" ] && [ "${NDS_TEST_IN_PLACE:-0}" != 1 ]; then
+    mkdir -p "$CACHE_DIR" && exec 9>"$CACHE_DIR/test-tree.lock" && flock 9
+    tree="$(bash qemu/test-tree.sh)" || exit 1
+    echo "testing $root in $tree"
+    NDS_TEST_TREE="$tree" CARGO_TARGETS_PREFIX=test-tree- exec bash "$tree/tests/run.sh" "$@"
+fi
+
 passed=0 failed=0
 # One harness run at a time: runs share build/ and the two cores.
 mkdir -p "$root/build" && exec 8>"$root/build/.harness.lock" && flock 8
@@ -257,6 +268,31 @@ userspace_layers_refuse_imports_that_point_up() {
 }
 lint "userspace layers refuse a crate and a module importing upwards" \
     userspace_layers_refuse_imports_that_point_up
+
+# The test tree keeps an unchanged file's modification time (cargo then finds its crates
+# fresh), writes a changed file anew, follows an execute bit, takes an untracked file, drops
+# what the checkout lost, and answers git for the checkout.
+test_tree_follows_the_checkout() {
+    local scratch tree old status
+    scratch="$(mktemp -d)" && mkdir -p "$scratch/repo/qemu" &&
+        cp qemu/test-tree.sh qemu/env.sh "$scratch/repo/qemu/" &&
+        printf 'same\n' >"$scratch/repo/kept" && printf 'old\n' >"$scratch/repo/changed" &&
+        printf 'x\n' >"$scratch/repo/mode" && printf 'lost\n' >"$scratch/repo/lost" &&
+        git -C "$scratch/repo" init -q && git -C "$scratch/repo" add . &&
+        tree="$(NEURON_DS_CACHE="$scratch/cache" bash "$scratch/repo/qemu/test-tree.sh")" &&
+        old="$(date -d 2001-01-01 +%s)" && touch -d @"$old" "$tree/kept" "$tree/changed" &&
+        printf 'new\n' >"$scratch/repo/changed" && chmod +x "$scratch/repo/mode" &&
+        git -C "$scratch/repo" rm -qf lost && printf 'n\n' >"$scratch/repo/untracked" &&
+        NEURON_DS_CACHE="$scratch/cache" bash "$scratch/repo/qemu/test-tree.sh" >/dev/null &&
+        [ "$(stat -c %Y "$tree/kept")" = "$old" ] && [ "$(cat "$tree/changed")" = new ] &&
+        [ "$(stat -c %Y "$tree/changed")" != "$old" ] && [ -x "$tree/mode" ] &&
+        [ ! -e "$tree/lost" ] && [ -f "$tree/untracked" ] && [ -L "$tree/build" ] &&
+        [ "$(git -C "$tree" rev-parse --absolute-git-dir)" = "$scratch/repo/.git" ]
+    status=$?
+    rm -rf "$scratch"
+    return "$status"
+}
+lint "the test tree follows the checkout, keeping what did not change" test_tree_follows_the_checkout
 
 step "packaging tests ($variant): kbuild checks, modinfo, make install, DKMS, .deb"
 bash tests/packaging.sh "$variant" 2>&1 | tee "$results/packaging.log"
