@@ -14,6 +14,8 @@ import pathlib
 import re
 import sys
 
+from rust_paths import crate_heads
+
 RANK = {
     "abi": 0,
     "shim": 1,
@@ -71,26 +73,6 @@ def layer_of(path: pathlib.Path) -> str:
     return relative.parts[0] if len(relative.parts) > 1 else relative.stem
 
 
-def referenced_modules(text: str) -> set:
-    """Top-level modules named after `crate::`, including the heads of `use crate::{...}`."""
-    names = set(re.findall(r"\bcrate::(\w+)", text))
-    for match in re.finditer(r"\bcrate::\{", text):
-        depth, at_head = 0, True
-        for token in re.findall(r"\w+|[{},]|::", text[match.end() - 1 :]):
-            if token == "{":
-                depth += 1
-            elif token == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif token == ",":
-                at_head = depth == 1 or at_head
-            elif depth == 1 and at_head and token != "::":
-                names.add(token)
-                at_head = False
-    return {name for name in names if name.isidentifier() and name != "self"}
-
-
 for path in sorted(root.rglob("*.rs")):
     text = path.read_text()
     layer = layer_of(path)
@@ -106,7 +88,7 @@ for path in sorted(root.rglob("*.rs")):
     if layer not in RANK:
         problems.append(f"{path}: not in any layer (add it to {sys.argv[0]})")
         continue
-    for name in referenced_modules(code):
+    for name in crate_heads(code, dollar_crate=True):
         if name not in RANK:
             continue
         if name != layer and RANK[name] >= RANK[layer]:

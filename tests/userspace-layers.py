@@ -37,6 +37,8 @@ import re
 import subprocess
 import sys
 
+from rust_paths import crate_heads
+
 MONITOR_CRATES = [
     "nds-terminal",
     "nds-metric-table",
@@ -104,26 +106,6 @@ def reexports(code: str) -> dict:
     return items
 
 
-def referenced_names(code: str) -> set:
-    """The first segment after `crate::`, and every head of a `use crate::{...}` tree."""
-    names = set(re.findall(r"(?<![\w$])crate::(\w+)", code))
-    for match in re.finditer(r"(?<![\w$])crate::\{", code):
-        depth, expect_head = 0, True
-        for token in re.findall(r"\w+|::|[{},]", code[match.end() - 1 :]):
-            if token == "{":
-                depth += 1
-            elif token == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif token == ",":
-                expect_head = depth == 1 or expect_head
-            elif depth == 1 and expect_head and token != "::":
-                names.add(token)
-                expect_head = False
-    return names - {"self"}
-
-
 def module_files(root_dir: pathlib.Path, name: str, path: str, src: pathlib.Path) -> list:
     """The files of file module `name` declared in `root_dir` (none outside `src`)."""
     if path is not None:
@@ -152,7 +134,7 @@ def check_modules(package: dict, workspace: pathlib.Path, problems: list) -> Non
         items = reexports(root_code)
         for name, path in modules:
             for file in module_files(root.parent, name, path, src):
-                for used in sorted(referenced_names(code_of(file))):
+                for used in sorted(crate_heads(code_of(file))):
                     above = items.get(used, used)
                     if above in rank and above != name and rank[above] > rank[name]:
                         shown = workspace / file.relative_to(base)
