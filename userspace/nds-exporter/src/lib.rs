@@ -6,6 +6,13 @@
 //! PodResources API ([`pods`]). It imports the table of `nds-metric-table`, the document of
 //! `nds-document`, the process metrics of `nds-host` and the mapping of `nds-podresources`;
 //! never the sampling loop, which feeds it.
+//!
+//! The text encoder is this crate's own, not a crate's: the shape to match is what the
+//! companion exporter's Python client writes, format 0.0.4 with `_created` as a gauge family of
+//! its own beside the counter family (`# TYPE execution_status_created gauge`), which the
+//! original's scrapers already see. The Rust crates' encoders write the families of their own
+//! registries; `prometheus-client` was built for OpenMetrics, where `_created` is a sample
+//! inside the counter's family, not a family.
 
 #![warn(missing_docs)]
 
