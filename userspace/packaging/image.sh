@@ -58,14 +58,19 @@ work="$root/build/image"
 target="${IMAGE_CARGO_TARGET:-$root/userspace/target/image}"
 mkdir -p "$work"
 
-# The binaries: release, static, stripped, with this checkout's, cargo's and the toolchain's
-# paths remapped so that where the tree lies does not change a byte.
+# The binaries: release, static, stripped, with the paths of this checkout, cargo, the
+# toolchain and the target directory remapped, so that where the tree and its target lie does
+# not change a byte. The target comes last: it may lie inside the checkout (rustc takes the
+# last prefix that matches), and it holds the build scripts' output that sources include.
 sysroot="$(rustc --print sysroot)"
 cargo_home="${CARGO_HOME:-$HOME/.cargo}"
+mkdir -p "$target"
+remaps=("$root=/neuron-ds" "$cargo_home=/cargo" "$sysroot=/rust" "$target=/target"
+    "$(realpath "$target")=/target")
 (
     cd "$root/userspace"
     CARGO_TARGET_DIR="$target" CARGO_PROFILE_RELEASE_STRIP=symbols \
-        RUSTFLAGS="--remap-path-prefix=$root=/neuron-ds --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$sysroot=/rust" \
+        RUSTFLAGS="$(printf -- '--remap-path-prefix=%s ' "${remaps[@]}")" \
         cargo build --release --locked --quiet --target "$GUEST_TARGET" \
         -p nds-monitor -p nds-top -p nds-entrypoint
 )
