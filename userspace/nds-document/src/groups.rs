@@ -175,12 +175,15 @@ pub fn neuroncore_counters(
     }
 }
 
+/// `counter` summed over every NeuronCore of the slab, wrapping as the counters do.
+fn all_cores(reading: &SlabReading, counter: NcCounter) -> u64 {
+    (0..NDS_TOTAL_NEURONCORE_COUNT)
+        .map(|core| reading.nc(core, counter))
+        .fold(0u64, u64::wrapping_add)
+}
+
 fn error_summary(reading: &SlabReading) -> ErrorSummary {
-    let sum = |counter| {
-        (0..NDS_TOTAL_NEURONCORE_COUNT)
-            .map(|core| reading.nc(core, counter))
-            .fold(0u64, u64::wrapping_add)
-    };
+    let sum = |counter| all_cores(reading, counter);
     ErrorSummary {
         generic: sum(NcCounter::ErrGeneric),
         numerical: sum(NcCounter::ErrNumerical),
@@ -192,11 +195,7 @@ fn error_summary(reading: &SlabReading) -> ErrorSummary {
 }
 
 fn execution_summary(reading: &SlabReading) -> ExecutionSummary {
-    let sum = |counter| {
-        (0..NDS_TOTAL_NEURONCORE_COUNT)
-            .map(|core| reading.nc(core, counter))
-            .fold(0u64, u64::wrapping_add)
-    };
+    let sum = |counter| all_cores(reading, counter);
     ExecutionSummary {
         completed: sum(NcCounter::InferCompleted),
         completed_with_err: sum(NcCounter::InferCompletedWithErr),
