@@ -293,8 +293,12 @@ fn sigterm_or_sigkill_to_a_run_stops_its_producers() {
     use std::time::{Duration, Instant};
     for signal in [libc::SIGTERM, libc::SIGKILL] {
         let dir = Scratch::new(&format!("signal-{signal}"));
-        // Producers in the middle of an hour-long stream.
+        // Producers in the middle of an hour-long stream. The signalled run cannot remove a
+        // report directory of its own, so it gets one inside the scratch directory.
+        let reports = dir.0.join("reports");
         let mut child = loadgen(&dir.0, &["--procs-per-device", "3", "--duration", "1h"])
+            .arg("--report-dir")
+            .arg(&reports)
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
