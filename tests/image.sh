@@ -58,13 +58,16 @@ the_image_builds() {
 }
 
 # The same commit in another directory, with a cargo target of its own: the same bytes. The
-# workspace's crates compile anew from the copy every run; their dependencies come from that
-# target, kept in the cargo cache (userspace/target/image-elsewhere), so they compile anew, in
-# both builds, on the first run with a Cargo.lock and toolchain.
+# copy lies at one path of the cache, and rsync keeps the modification times of the tree, so
+# its crates compile anew when their sources changed since the last run, as the first
+# build's do; both targets are in the cargo cache (userspace/target/image, image-elsewhere),
+# so a new Cargo.lock or toolchain compiles every dependency anew in both.
 a_second_build_elsewhere_has_the_same_digest() {
-    local copy="$tmp/elsewhere/neuron-ds"
+    local copy="$CACHE_DIR/image-elsewhere/neuron-ds"
     mkdir -p "$copy"
-    rsync -a --exclude /build --exclude /userspace/target --exclude '/tests/*/target' \
+    # One user of the copy at a time (tests/image.sh by hand beside make test).
+    exec 7>"$CACHE_DIR/image-elsewhere.lock" && flock 7
+    rsync -a --delete --exclude /build --exclude /userspace/target --exclude '/tests/*/target' \
         "$root/" "$copy/" || return 1
     (cd "$copy" && IMAGE_CARGO_TARGET="$root/userspace/target/image-elsewhere" \
         bash userspace/packaging/image.sh --output "$tmp/second.tar") >"$tmp/build2.log" 2>&1 ||
@@ -73,7 +76,7 @@ a_second_build_elsewhere_has_the_same_digest() {
     read -r second_digest second_sha < <(build_output "$tmp/build2.log") || fail "no digest printed"
     [ "$second_digest" = "$first_digest" ] || fail "manifest digests differ: $first_digest, $second_digest" || return 1
     [ "$second_sha" = "$first_sha" ] || fail "archives differ: $first_sha, $second_sha" || return 1
-    rm -rf "$tmp/elsewhere"
+    exec 7>&-
     echo "RESULT two builds (here and in $copy): manifest $first_digest, archive sha256 $first_sha"
 }
 

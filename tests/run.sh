@@ -176,8 +176,11 @@ fi
 ) &
 guest_passes=$!
 
-step "host tests (userspace workspace)"
-if (cd userspace && cargo test --workspace --no-fail-fast --color never 2>&1) | tee "$results/host.log"; then
+step "host tests (userspace workspace, test binaries in two lanes, longest first)"
+# As `cargo test --workspace --no-fail-fast`, but the long waiting binaries (the Prometheus
+# pair, serve) run beside the rest instead of before or after them (tests/host_tests.py).
+if (cd userspace && python3 ../tests/host_tests.py --lanes 2 \
+    --times "$CACHE_DIR/host-test-times.json" 2>&1) | tee "$results/host.log"; then
     host_status=0
 else
     host_status=1
@@ -293,6 +296,34 @@ test_tree_follows_the_checkout() {
     return "$status"
 }
 lint "the test tree follows the checkout, keeping what did not change" test_tree_follows_the_checkout
+
+# The host test runner runs every test binary and the doc tests, reports a failing one, and
+# starts the longest of the last run first (one lane: output order is start order).
+host_test_runner_runs_everything_longest_first() {
+    local scratch status
+    scratch="$(mktemp -d)" && mkdir -p "$scratch/src" "$scratch/tests" &&
+        printf '[package]\nname = "scratch"\nversion = "0.1.0"\nedition = "2021"\n' \
+            >"$scratch/Cargo.toml" &&
+        printf '/// ```\n/// assert_eq!(scratch::one(), 1);\n/// ```\npub fn one() -> u32 { 1 }\n#[test]\nfn unit() {}\n' \
+            >"$scratch/src/lib.rs" &&
+        printf '#[test]\nfn passes() { assert_eq!(std::env::var("CARGO_PKG_NAME").unwrap(), "scratch") }\n' \
+            >"$scratch/tests/short.rs" &&
+        printf '#[test]\nfn fails() { panic!("planted") }\n' >"$scratch/tests/long.rs" &&
+        printf '{"scratch:test:long": 50, "scratch:test:short": 1}\n' >"$scratch/times.json" &&
+        ! (cd "$scratch" && CARGO_TARGET_DIR="$scratch/target" python3 "$root/tests/host_tests.py" \
+            --lanes 1 --times "$scratch/times.json" >"$scratch/out" 2>&1) &&
+        [ "$(grep -c '^test result:' "$scratch/out")" = 4 ] &&
+        grep -q "^error: scratch:test:long exited with status 101" "$scratch/out" &&
+        [ "$(grep -m1 -o 'Running tests/[a-z]*' "$scratch/out")" = "Running tests/long" ] &&
+        python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert t["scratch:test:long"] < 50 and "doc-tests" in t' \
+            "$scratch/times.json"
+    status=$?
+    [ "$status" -eq 0 ] || cat "$scratch/out"
+    rm -rf "$scratch"
+    return "$status"
+}
+lint "the host test runner runs every binary, reports a failure, starts the longest first" \
+    host_test_runner_runs_everything_longest_first
 
 step "packaging tests ($variant): kbuild checks, modinfo, make install, DKMS, .deb"
 bash tests/packaging.sh "$variant" 2>&1 | tee "$results/packaging.log"
