@@ -52,11 +52,13 @@ choose_accel() {
         "$here/initramfs.sh" "$probe_dir/probe.cpio.gz" - -
         if run_qemu kvm "$probe_dir/console" 60 "$probe_dir/probe.cpio.gz" &&
             grep -q '^NEURON-DS-GUEST-EXIT rc=0' "$probe_dir/console"; then
-            echo kvm >"$cache"
+            echo kvm >"$cache.$$"
         else
             echo "boot.sh: KVM probe failed; using TCG ($(grep -m1 -i error "$probe_dir/console" || true))" >&2
-            echo tcg >"$cache"
+            echo tcg >"$cache.$$"
         fi
+        # Whole or not at all: the guest passes boot side by side and may probe at once.
+        mv "$cache.$$" "$cache"
         rm -rf "$probe_dir"
     fi
     cat "$cache"
