@@ -69,6 +69,10 @@ remaps=("$root=/neuron-ds" "$cargo_home=/cargo" "$sysroot=/rust" "$target=/targe
     "$(realpath "$target")=/target")
 (
     cd "$root/userspace"
+    # Not the commit's time: ring's build script reruns when SOURCE_DATE_EPOCH changes, which
+    # recompiled ring and every crate above it in both builds at each commit; the binaries
+    # take no time from it.
+    unset SOURCE_DATE_EPOCH
     CARGO_TARGET_DIR="$target" CARGO_PROFILE_RELEASE_STRIP=symbols \
         RUSTFLAGS="$(printf -- '--remap-path-prefix=%s ' "${remaps[@]}")" \
         cargo build --release --locked --quiet --target "$GUEST_TARGET" \
