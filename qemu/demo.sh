@@ -17,12 +17,11 @@ make -s deps
 make -s module
 
 step "userspace tools for the guest ($GUEST_TARGET)"
-tools=(nds-loadgen nds-monitor nds-top)
-(cd userspace && cargo build --release --quiet --target "$GUEST_TARGET" $(printf -- '-p %s ' "${tools[@]}"))
+static="$(bash userspace/packaging/static-tools.sh)"
 work="$root/build/demo-work"
 rm -rf "$work" && mkdir -p "$work/bin"
-for tool in "${tools[@]}"; do
-    cp "userspace/target/$GUEST_TARGET/release/$tool" "$work/bin/"
+for tool in nds-loadgen nds-monitor nds-top; do
+    cp "$static/$tool" "$work/bin/"
 done
 install -m 0755 qemu/demo-guest.sh "$work/demo.sh"
 

@@ -60,7 +60,7 @@ the_image_builds() {
 # The same commit in another directory, with a cargo target of its own: the same bytes. The
 # copy lies at one path of the cache, and rsync keeps the modification times of the tree, so
 # its crates compile anew when their sources changed since the last run, as the first
-# build's do; both targets are in the cargo cache (userspace/target/image, image-elsewhere),
+# build's do; both targets are in the cargo cache (userspace/target/static, static-elsewhere),
 # so a new Cargo.lock or toolchain compiles every dependency anew in both.
 a_second_build_elsewhere_has_the_same_digest() {
     local copy="$CACHE_DIR/image-elsewhere/neuron-ds"
@@ -69,7 +69,7 @@ a_second_build_elsewhere_has_the_same_digest() {
     exec 7>"$CACHE_DIR/image-elsewhere.lock" && flock 7
     rsync -a --delete --exclude /build --exclude /userspace/target --exclude '/tests/*/target' \
         "$root/" "$copy/" || return 1
-    (cd "$copy" && IMAGE_CARGO_TARGET="$root/userspace/target/image-elsewhere" \
+    (cd "$copy" && STATIC_TOOLS_TARGET="$root/userspace/target/static-elsewhere" \
         bash userspace/packaging/image.sh --output "$tmp/second.tar") >"$tmp/build2.log" 2>&1 ||
         { cat "$tmp/build2.log"; return 1; }
     local second_digest second_sha

@@ -29,23 +29,16 @@ done
     exit 1
 }
 
-# The userspace tools the guest tests (and the demo) run: load generator, monitor, top.
-tools=(nds-loadgen nds-monitor nds-top nds-metrics nds-ls)
-(cd "$here/../../userspace" &&
-    cargo build --release --target "$GUEST_TARGET" $(printf -- '-p %s ' "${tools[@]}"))
-for tool in "${tools[@]}"; do
-    cp "$here/../../userspace/target/$GUEST_TARGET/release/$tool" "$work/bin/$tool"
+# The userspace tools the guest tests run, and the SDK-only C program
+# (tests/c/nds_sdk_program.c) linked statically against the C API library, which
+# tests/sdk_program.rs runs: the static release build the image ships too. The library's
+# unwinder comes from the Rust target's own libunwind.a (the C compiler's would need glibc).
+static="$(bash "$here/../../userspace/packaging/static-tools.sh")"
+for tool in nds-loadgen nds-monitor nds-top nds-metrics nds-ls; do
+    cp "$static/$tool" "$work/bin/$tool"
 done
-
-# The SDK-only C program (tests/c/nds_sdk_program.c), linked statically against the C API
-# library built for the guest; tests/sdk_program.rs runs it. The library's unwinder comes from
-# the Rust target's own libunwind.a (the C compiler's would need glibc).
-userspace="$here/../../userspace"
-(cd "$userspace" &&
-    cargo rustc --release --target "$GUEST_TARGET" -p nds-capi --lib --crate-type staticlib)
-musl-gcc -std=c11 -Wall -Wextra -Werror -static -I "$userspace/nds-capi/include" \
-    -o "$work/bin/nds-sdk-program" "$here/../c/nds_sdk_program.c" \
-    "$userspace/target/$GUEST_TARGET/release/libnds_capi.a" \
+musl-gcc -std=c11 -Wall -Wextra -Werror -static -I "$here/../../userspace/nds-capi/include" \
+    -o "$work/bin/nds-sdk-program" "$here/../c/nds_sdk_program.c" "$static/libnds_capi.a" \
     "$(rustc --print sysroot)/lib/rustlib/$GUEST_TARGET/lib/self-contained/libunwind.a"
 
 cat >"$work/run.sh" <<'RUN'

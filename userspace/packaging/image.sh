@@ -13,9 +13,8 @@
 # storage or a base image, and records exactly what the directory holds (file capabilities
 # included); podman then runs the archive and skopeo copies it to a registry (kubernetes.rst).
 #
-# The binaries build in IMAGE_CARGO_TARGET (default userspace/target/image, inside the cargo
-# cache of qemu/cargo-targets.sh when make deps set it up): their own target directory, since
-# the remapping flags differ from every other build's and would otherwise rebuild theirs.
+# The binaries are static-tools.sh's, the release build the guest and the input tests run too
+# (STATIC_TOOLS_TARGET says where it goes).
 #
 # Usage: userspace/packaging/image.sh [--output FILE]   (default build/nds-monitor-image.tar)
 set -euo pipefail
@@ -55,30 +54,10 @@ created="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)"
 revision="$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
 
 work="$root/build/image"
-target="${IMAGE_CARGO_TARGET:-$root/userspace/target/image}"
 mkdir -p "$work"
 
-# The binaries: release, static, stripped, with the paths of this checkout, cargo, the
-# toolchain and the target directory remapped, so that where the tree and its target lie does
-# not change a byte. The target comes last: it may lie inside the checkout (rustc takes the
-# last prefix that matches), and it holds the build scripts' output that sources include.
-sysroot="$(rustc --print sysroot)"
-cargo_home="${CARGO_HOME:-$HOME/.cargo}"
-mkdir -p "$target"
-remaps=("$root=/neuron-ds" "$cargo_home=/cargo" "$sysroot=/rust" "$target=/target"
-    "$(realpath "$target")=/target")
-(
-    cd "$root/userspace"
-    # Not the commit's time: ring's build script reruns when SOURCE_DATE_EPOCH changes, which
-    # recompiled ring and every crate above it in both builds at each commit; the binaries
-    # take no time from it.
-    unset SOURCE_DATE_EPOCH
-    CARGO_TARGET_DIR="$target" CARGO_PROFILE_RELEASE_STRIP=symbols \
-        RUSTFLAGS="$(printf -- '--remap-path-prefix=%s ' "${remaps[@]}")" \
-        cargo build --release --locked --quiet --target "$GUEST_TARGET" \
-        -p nds-monitor -p nds-top -p nds-entrypoint
-)
-bin="$target/$GUEST_TARGET/release"
+# The binaries: the static, stripped, path-remapped release build of the tools.
+bin="$(bash "$root/userspace/packaging/static-tools.sh")"
 
 # The rootfs, by hand: three programs and the configuration AWS's DaemonSet names.
 layout="$work/oci"
