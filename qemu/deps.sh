@@ -34,7 +34,8 @@ image_packages=(umoci libcap2-bin podman runc containernetworking-plugins skopeo
 KUBERNETES_VALIDATE_VERSION=1.37.0
 CHECKOV_VERSION=3.3.30
 
-log() { printf 'deps: %s\n' "$*" >&2; }
+# Each line says when, so that a slow set-up shows where its time went.
+log() { printf 'deps %s: %s\n' "$(date +%T)" "$*" >&2; }
 
 missing_packages() {
     local pkg
@@ -77,9 +78,13 @@ debian_mirror() {
 install_rust_parts() {
     rustup component list --installed | grep -q '^rust-src' || rustup component add rust-src
     rustup target list --installed | grep -q "^$GUEST_TARGET\$" || rustup target add "$GUEST_TARGET"
+}
+
+install_bindgen() {
     if [ ! -x "$BINDGEN" ] || ! "$BINDGEN" --version | grep -q " $BINDGEN_VERSION\$"; then
         log "installing bindgen-cli $BINDGEN_VERSION into $TOOLS_DIR"
         cargo install bindgen-cli --version "$BINDGEN_VERSION" --locked --root "$TOOLS_DIR"
+        log "bindgen-cli installed"
     fi
 }
 
@@ -148,6 +153,7 @@ install_cargo_deb() {
     if [ ! -x "$CARGO_DEB" ] || ! "$CARGO_DEB" --version | grep -q " $CARGO_DEB_VERSION\$"; then
         log "installing cargo-deb $CARGO_DEB_VERSION into $TOOLS_DIR"
         cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked --root "$TOOLS_DIR"
+        log "cargo-deb installed"
     fi
 }
 
@@ -216,14 +222,27 @@ case "${1:-}" in
     install_helm
     ;;
 *)
+    install_rust_parts
+    # The two cargo installs (two minutes of compiling on a new machine) run beside the
+    # package installs and the downloads, which wait on the network and the disk. Their
+    # output goes to a log of its own, shown if they fail. Should a download fail, the script
+    # waits for them before it exits: no cargo install outlives it into the next run's.
+    mkdir -p "$TOOLS_DIR"
+    (install_bindgen && install_cargo_deb) >"$TOOLS_DIR/install.log" 2>&1 &
+    cargo_installs=$!
+    trap 'wait' EXIT
     install_packages "${host_packages[@]}" "${kernel_packages[@]}" "${packaging_packages[@]}" \
         "${image_packages[@]}"
-    install_rust_parts
-    install_cargo_deb
     install_manifest_checkers
     install_helm
     for release in "${KERNEL_RELEASES[@]}"; do
         fetch_kernel_source "$release"
     done
+    if ! wait "$cargo_installs"; then
+        tail -n 40 "$TOOLS_DIR/install.log" >&2
+        log "installing bindgen-cli or cargo-deb failed (the whole log: $TOOLS_DIR/install.log)"
+        exit 1
+    fi
+    grep '^deps ' "$TOOLS_DIR/install.log" >&2 || true
     ;;
 esac
