@@ -16,6 +16,8 @@
 #                     where loading alone takes hours; FAULTS_SHORT=1: the short form)
 #   make coverage     the campaigns on the cov kernel (KCOV): module PCs reached, per campaign
 #   make demo         the main job: boot the guest, load the module, show it working
+#   make test-under-load  the guest passes of every release and the host tests while a CPU hog
+#                     keeps every core busy, UNDER_LOAD_RUNS times (default 3; not part of make test)
 #   make bench        host + guest benchmarks as one table (not part of make test)
 #   make soak         nds-monitor serve under a day of a busy host, compressed (SOAK_DURATION=
 #                     seconds, default 600; not part of make test; tests/soak.py)
@@ -51,13 +53,14 @@ endif
 MODULE_OUT := $(ROOT)/build/module-$(VARIANT)$(shell KVER='$(KVER)' bash -c 'source qemu/env.sh && echo "$$KVER_SUFFIX"')
 MODULE = $(MODULE_OUT)/rust/neuron_ds.ko
 
-.PHONY: all module deps kernel test test-debug stress fuzz-ioctl faults coverage demo bench qemu-run rustfmt rustfmtcheck clean \
+.PHONY: all module deps kernel test test-debug test-under-load stress fuzz-ioctl faults coverage demo bench qemu-run rustfmt rustfmtcheck clean \
 	install install-module install-files dkms-source dkms-install dkms-preflight deb install-tools image
 
 all: module
 
+# DEPS_SCOPE=--demo (qemu/deps.sh): only what the demo needs, for make demo's module build.
 deps:
-	bash qemu/deps.sh
+	bash qemu/deps.sh $(DEPS_SCOPE)
 	bash qemu/cargo-targets.sh
 
 kernel: deps
@@ -84,6 +87,9 @@ test:
 
 test-debug:
 	bash tests/run.sh debug
+
+test-under-load:
+	bash tests/under-load.sh
 
 stress:
 	VARIANT=$(VARIANT) bash tests/campaign.sh stress

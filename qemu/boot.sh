@@ -7,6 +7,15 @@
 # Usage: qemu/boot.sh KERNEL_BUILD_DIR INITRAMFS LOGFILE
 # Env:   NEURON_DS_ACCEL=kvm|tcg (skip the probe), QEMU_SMP (2), QEMU_MEM (1G),
 #        QEMU_TIMEOUT seconds (600)
+#
+# The guest's clock: under KVM, kvm-clock. Under TCG the guest kernel cannot calibrate its TSC
+# (the PIT calibration fails under emulation, and without ACPI there is no HPET or PM timer to
+# calibrate against), so it would fall back to jiffies, and every time it measures would move
+# in 4 ms ticks. QEMU's TCG guest reads the host's TSC, so the harness measures the host's rate
+# (qemu/tsc-khz.c) and gives it to the guest (tsc_early_khz=), with tsc=reliable: the counter is
+# the host's, constant-rate and the same for every vCPU, and the only watchdog the guest has
+# would be jiffies, which lag under emulation. A run whose guest ends on a jiffies clocksource
+# fails.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -23,14 +32,42 @@ kernel="$kdir/arch/x86/boot/bzImage"
 # Runs QEMU once; the console goes to $2. Returns QEMU's (or timeout's) status.
 run_qemu() {
     local accel="$1" console="$2" limit="$3" initrd="$4"
-    local cpu=(-cpu max,-la57)
+    local cpu=(-cpu max,-la57) append="console=ttyS0 loglevel=5 panic=-1 oops=panic"
     # 5-level paging under TCG makes early KASAN reports appear at random: keep it off.
-    [ "$accel" = kvm ] && cpu=(-cpu host)
+    if [ "$accel" = kvm ]; then
+        cpu=(-cpu host)
+    else
+        local khz
+        khz="$(host_tsc_khz)" || {
+            echo "boot.sh: the host's TSC rate could not be measured (qemu/tsc-khz.c)" >&2
+            return 1
+        }
+        append+=" tsc_early_khz=$khz tsc=reliable"
+    fi
     timeout --foreground -k 10 "$limit" qemu-system-x86_64 \
         -accel "$accel" "${cpu[@]}" -smp "${QEMU_SMP:-2}" -m "${QEMU_MEM:-1G}" \
         -bios qboot.rom -kernel "$kernel" -initrd "$initrd" \
-        -append "console=ttyS0 loglevel=5 panic=-1 oops=panic" \
+        -append "$append" \
         -nic none -nographic -serial stdio -monitor none -no-reboot </dev/null >"$console" 2>&1
+}
+
+# The host's TSC rate in kHz (qemu/tsc-khz.c), measured once per host boot: the program is
+# compiled into the cache, keyed by its source, and its answer kept like the KVM probe's.
+host_tsc_khz() {
+    local source="$here/tsc-khz.c" program answer
+    program="$CACHE_DIR/tsc-khz-$(sha256sum "$source" | cut -c1-16)"
+    answer="$CACHE_DIR/tsc-khz.$(cat /proc/sys/kernel/random/boot_id)"
+    if [ ! -s "$answer" ]; then
+        if [ ! -x "$program" ]; then
+            gcc -O2 -Wall -o "$program.$$" "$source" && mv -f "$program.$$" "$program"
+        fi
+        # Whole or not at all: two guests booting side by side may measure at once.
+        "$program" >"$answer.$$" && mv "$answer.$$" "$answer" || {
+            rm -f "$answer.$$"
+            return 1
+        }
+    fi
+    cat "$answer"
 }
 
 # The probe boots the same kernel with an empty initramfs; its answer is kept for the
@@ -106,6 +143,16 @@ if [ -n "$complaints" ]; then
     printf '%s\n' "$complaints" | head -n 40 >&2
     failed=1
 fi
+# The guest names its clocksource when it boots and when its commands are done: a guest that
+# fell back to jiffies measured every time in ticks, which no test of timing can trust.
+clocksources="$(sed -n 's/^NEURON-DS-GUEST clocksource \(at [a-z]*\): \(.*\)$/\1 \2/p' "$log")"
+if [ -z "$clocksources" ]; then
+    echo "boot.sh: FAIL: the guest never named its clocksource" >&2
+    failed=1
+elif grep -q 'jiffies' <<<"$clocksources"; then
+    echo "boot.sh: FAIL: the guest ran on a jiffies clocksource ($(tr '\n' ' ' <<<"$clocksources"))" >&2
+    failed=1
+fi
 guest_rc="$(sed -n 's/^NEURON-DS-GUEST-EXIT rc=\([0-9]*\)$/\1/p' "$log" | tail -n1)"
 if [ -z "$guest_rc" ]; then
     echo "boot.sh: FAIL: the guest never reported its exit status (crash or hang)" >&2
@@ -114,5 +161,5 @@ elif [ "$guest_rc" -ne 0 ]; then
     echo "boot.sh: FAIL: the guest's commands exited with $guest_rc" >&2
     failed=1
 fi
-echo "boot.sh: accel=$accel guest_rc=${guest_rc:-none}" >&2
+echo "boot.sh: accel=$accel clocksource=$(tail -n1 <<<"$clocksources" | sed 's/^at [a-z]* //') guest_rc=${guest_rc:-none}" >&2
 exit "$failed"

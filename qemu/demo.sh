@@ -13,8 +13,8 @@ source qemu/env.sh
 step() { printf '\n### %s\n' "$*"; }
 
 step "dependencies, kernel (cached after the first build) and module"
-make -s deps
-make -s module
+# Only what the demo needs: no packaging, image or cluster tools, one kernel release.
+make -s module DEPS_SCOPE=--demo
 
 step "userspace tools for the guest ($GUEST_TARGET)"
 static="$(bash userspace/packaging/static-tools.sh)"

@@ -6,7 +6,12 @@
 # package, fetched through a private apt configuration so the system's apt setup stays
 # untouched.
 #
+# Every step prints one line; what the installers themselves print goes to $CACHE_DIR/deps.log,
+# whose end is shown if a step fails.
+#
 # Usage: qemu/deps.sh            (everything)
+#        qemu/deps.sh --demo     (only what `make demo` needs: the newest kernel, its module and
+#                                 the guest's tools; no packaging, image or cluster tools)
 #        qemu/deps.sh --host     (only what the host-side userspace tests need)
 #        qemu/deps.sh --deb      (only what `make deb` needs: cargo-deb and dpkg-dev)
 #        qemu/deps.sh --image    (only what `make image` and the Kubernetes tests need)
@@ -37,6 +42,18 @@ CHECKOV_VERSION=3.3.30
 # Each line says when, so that a slow set-up shows where its time went.
 log() { printf 'deps %s: %s\n' "$(date +%T)" "$*" >&2; }
 
+# quietly <command...>: runs it with its output in the log; on failure shows the log's end and
+# fails.
+deps_log="$CACHE_DIR/deps.log"
+quietly() {
+    printf '\n### %s: %s\n' "$(date +%T)" "$*" >>"$deps_log"
+    "$@" >>"$deps_log" 2>&1 && return 0
+    local status=$?
+    tail -n 30 "$deps_log" >&2
+    log "failed ($status): $* (the whole output: $deps_log)"
+    return "$status"
+}
+
 missing_packages() {
     local pkg
     for pkg in "$@"; do
@@ -49,11 +66,13 @@ install_packages() {
     local missing
     mapfile -t missing < <(missing_packages "$@")
     [ "${#missing[@]}" -eq 0 ] && return 0
-    log "installing ${missing[*]}"
+    log "installing ${#missing[@]} Debian packages: ${missing[*]}"
     # Retry once on a stale package list: a fresh machine has never run 'update'.
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"; then
-        apt-get update
-        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+    local install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends)
+    if ! "${install[@]}" "${missing[@]}" >>"$deps_log" 2>&1; then
+        log "updating the package lists and trying again"
+        quietly apt-get update
+        quietly "${install[@]}" "${missing[@]}"
     fi
 }
 
@@ -76,14 +95,24 @@ debian_mirror() {
 }
 
 install_rust_parts() {
-    rustup component list --installed | grep -q '^rust-src' || rustup component add rust-src
-    rustup target list --installed | grep -q "^$GUEST_TARGET\$" || rustup target add "$GUEST_TARGET"
+    if ! rustup component list --installed | grep -q '^rust-src'; then
+        log "adding the rust-src component"
+        quietly rustup component add rust-src
+    fi
+    install_guest_target
+}
+
+install_guest_target() {
+    if ! rustup target list --installed | grep -q "^$GUEST_TARGET\$"; then
+        log "adding the $GUEST_TARGET target"
+        quietly rustup target add "$GUEST_TARGET"
+    fi
 }
 
 install_bindgen() {
     if [ ! -x "$BINDGEN" ] || ! "$BINDGEN" --version | grep -q " $BINDGEN_VERSION\$"; then
         log "installing bindgen-cli $BINDGEN_VERSION into $TOOLS_DIR"
-        cargo install bindgen-cli --version "$BINDGEN_VERSION" --locked --root "$TOOLS_DIR"
+        quietly cargo install bindgen-cli --version "$BINDGEN_VERSION" --locked --root "$TOOLS_DIR"
         log "bindgen-cli installed"
     fi
 }
@@ -94,9 +123,9 @@ install_manifest_checkers() {
     [ "$(cat "$K8S_VENV/pinned" 2>/dev/null)" = "$wanted" ] && return 0
     log "installing $wanted into $K8S_VENV"
     rm -rf "$K8S_VENV"
-    /usr/bin/python3 -m venv "$K8S_VENV"
+    quietly /usr/bin/python3 -m venv "$K8S_VENV"
     # shellcheck disable=SC2086 # one argument per requirement
-    "$K8S_VENV/bin/pip" install --quiet $wanted
+    quietly "$K8S_VENV/bin/pip" install $wanted
     echo "$wanted" >"$K8S_VENV/pinned"
 }
 
@@ -152,7 +181,7 @@ PY
 install_cargo_deb() {
     if [ ! -x "$CARGO_DEB" ] || ! "$CARGO_DEB" --version | grep -q " $CARGO_DEB_VERSION\$"; then
         log "installing cargo-deb $CARGO_DEB_VERSION into $TOOLS_DIR"
-        cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked --root "$TOOLS_DIR"
+        quietly cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked --root "$TOOLS_DIR"
         log "cargo-deb installed"
     fi
 }
@@ -179,7 +208,7 @@ update_private_apt() {
             "$mirror" "$suite"
     done >"$apt_dir/sources.list"
     log "updating the private package lists of ${suites[*]} from $mirror"
-    apt-get "${private_apt_opts[@]}" update >&2
+    quietly apt-get "${private_apt_opts[@]}" update
     private_apt_updated=true
 }
 
@@ -192,7 +221,7 @@ fetch_kernel_source() {
     log "fetching $package from ${KERNEL_SUITE[$release]}"
     # The newest version the suite serves; older package files of the release go away.
     rm -f "$apt_dir/download/${package}"_*.deb
-    (cd "$apt_dir/download" && apt-get "${private_apt_opts[@]}" download "$package/${KERNEL_SUITE[$release]}")
+    (cd "$apt_dir/download" && quietly apt-get "${private_apt_opts[@]}" download "$package/${KERNEL_SUITE[$release]}")
     local deb unpack="$apt_dir/unpack-$release"
     deb="$(ls "$apt_dir/download/${package}"_*.deb)"
     rm -rf "$unpack" && mkdir -p "$unpack"
@@ -217,9 +246,15 @@ case "${1:-}" in
     ;;
 --image)
     install_packages "${image_packages[@]}"
-    rustup target list --installed | grep -q "^$GUEST_TARGET\$" || rustup target add "$GUEST_TARGET"
+    install_guest_target
     install_manifest_checkers
     install_helm
+    ;;
+--demo)
+    install_rust_parts
+    install_packages build-essential python3 "${kernel_packages[@]}"
+    install_bindgen
+    fetch_kernel_source "${KERNEL_RELEASES[0]}"
     ;;
 *)
     install_rust_parts
@@ -228,7 +263,11 @@ case "${1:-}" in
     # output goes to a log of its own, shown if they fail. Should a download fail, the script
     # waits for them before it exits: no cargo install outlives it into the next run's.
     mkdir -p "$TOOLS_DIR"
-    (install_bindgen && install_cargo_deb) >"$TOOLS_DIR/install.log" 2>&1 &
+    : >"$TOOLS_DIR/install.log"
+    (
+        deps_log="$TOOLS_DIR/install.log"
+        install_bindgen && install_cargo_deb
+    ) >>"$TOOLS_DIR/install.log" 2>&1 &
     cargo_installs=$!
     trap 'wait' EXIT
     install_packages "${host_packages[@]}" "${kernel_packages[@]}" "${packaging_packages[@]}" \

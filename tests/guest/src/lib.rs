@@ -9,6 +9,7 @@ pub mod kernel_log;
 pub mod kmemleak;
 pub mod memory;
 pub mod module_control;
+pub mod posts;
 pub mod rng;
 pub mod stress;
 
@@ -592,9 +593,11 @@ pub fn in_child(f: impl FnOnce() -> i32) -> i32 {
     }
 }
 
-/// How long [`eventually`] waits: far beyond the one tick after a release at which the module's
-/// work item zeroes a slab, even on a guest slowed by emulation and other jobs.
-pub const EVENTUALLY: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a test waits for an event before it calls it a hang: far beyond the one tick after
+/// a release at which the module's work item zeroes a slab, or a metrics period, even on a guest
+/// slowed by emulation and a host whose cores are busy with other work. Only a hang waits this
+/// long, so it costs nothing when the event comes.
+pub const EVENTUALLY: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Waits until `condition` holds, checking it every millisecond; panics naming `what` if it
 /// still does not after [`EVENTUALLY`].

@@ -2,6 +2,11 @@
 //! (load generator on every device, one producer killed): the document carries every key
 //! path of neuron-monitor's documented example with the same JSON type, and NeuronCores are
 //! numbered instance-wide in the JSON, the Prometheus exposition and the top view.
+//!
+//! The readers run while the load is live, however long a slow guest takes to start them: the
+//! load outlasts them by far and is stopped once they are done, and the producer killed is one
+//! the test kills itself, before the readers, not whichever one the load generator would kill
+//! at a moment of its own.
 
 #[path = "../../../userspace/nds-monitor/tests/common/shape.rs"]
 mod shape;
@@ -9,35 +14,65 @@ mod shape;
 use std::collections::BTreeSet;
 use std::process::{Child, Command, Output};
 
-use neuron_ds_guest_tests::helper_path;
+use neuron_ds_guest_tests::{eventually, helper_path, slots_on};
 use serde_json::Value;
 
-/// The demo's load: three producers per device at 300 executions/s, the last one killed
-/// halfway. Long enough that the three readers below, started one after another, all see it
-/// live on the debug kernel too (KASAN makes each tool's start take seconds there; with other
-/// jobs on the host's cores the three took 14 s, and the last saw no process of a 10 s load).
-fn start_load() -> Child {
-    let _ = std::fs::remove_dir_all("/tmp/contract-reports");
-    Command::new(helper_path("nds-loadgen"))
-        .args([
-            "run",
-            "--procs-per-device",
-            "3",
-            "--duration",
-            "20s",
-            "--rate",
-            "300",
-            "--crash",
-            "1",
-            "--tag-prefix",
-            "contract",
-            "--report-dir",
-            "/tmp/contract-reports",
-            "--summary",
-            "/tmp/contract-summary.json",
-        ])
-        .spawn()
-        .unwrap()
+/// Producers per device of the demo's load.
+const PER_DEVICE: usize = 3;
+
+/// The load generator, killed when dropped (also when the test fails): its producers get
+/// SIGTERM then (their parent-death signal), exit, and their slabs are released.
+struct Load(Child);
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The demo's load: three producers per device at 300 executions/s, for far longer than the
+/// test runs; returns once every producer owns its slab. One of device 0's is then killed.
+fn start_load() -> Load {
+    let load = Load(
+        Command::new(helper_path("nds-loadgen"))
+            .args([
+                "run",
+                "--procs-per-device",
+                &PER_DEVICE.to_string(),
+                "--duration",
+                "600s",
+                "--rate",
+                "300",
+                "--tag-prefix",
+                "contract",
+                "--summary",
+                "/dev/null",
+            ])
+            .spawn()
+            .unwrap(),
+    );
+    let owners = |device| slots_on(device).iter().filter(|slot| slot.pid != 0).count();
+    eventually("every producer owns its slab", || {
+        owners(0) == PER_DEVICE && owners(1) == PER_DEVICE
+    });
+    let killed = slots_on(0).iter().find(|slot| slot.pid != 0).unwrap().pid;
+    // SAFETY: a signal to a process of ours.
+    assert_eq!(unsafe { libc::kill(killed, libc::SIGKILL) }, 0);
+    eventually("the killed producer's slab is released", || {
+        owners(0) == PER_DEVICE - 1
+    });
+    load
+}
+
+/// Stops the load and waits for its slabs to be released.
+fn stop_load(load: Load) {
+    drop(load);
+    eventually("the load's slabs are released", || {
+        [0, 1]
+            .iter()
+            .all(|&device| slots_on(device).iter().all(|slot| slot.pid == 0))
+    });
 }
 
 fn succeeded(output: Output) -> String {
@@ -58,8 +93,7 @@ fn keys_of(device: u64, per_device: u64) -> BTreeSet<String> {
 
 #[test]
 fn the_demos_output_has_neuron_monitors_shape_and_instance_wide_cores() {
-    let mut load = start_load();
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    let load = start_load();
     // As the demo runs it (without --pretty, which only indents).
     let text = succeeded(
         Command::new(helper_path("nds-monitor"))
@@ -89,7 +123,7 @@ fn the_demos_output_has_neuron_monitors_shape_and_instance_wide_cores() {
             .output()
             .unwrap(),
     );
-    assert!(load.wait().unwrap().success(), "the load generator failed");
+    stop_load(load);
 
     match shape::check(std::slice::from_ref(&document)) {
         Ok(checked) => println!("{checked} key paths of the guide's example checked"),

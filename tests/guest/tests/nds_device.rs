@@ -3,8 +3,7 @@
 
 use nds::{Backend, Datastore, Error, Snapshot};
 use nds_abi::records::ProcessInfo;
-use neuron_ds_guest_tests::{sysfs_counter, DEVICE};
-use std::time::{Duration, Instant};
+use neuron_ds_guest_tests::{eventually, sysfs_counter, DEVICE};
 use zerocopy::FromZeros;
 
 /// Reads one byte from `fd`; false at end of file.
@@ -83,14 +82,9 @@ fn a_producer_and_a_reader_share_the_slab_through_the_device() {
     );
     assert!(reader.slab_reused());
     assert_eq!(sysfs_counter(1, "status", "success", "total"), before + 5);
-    let started = Instant::now();
-    while reader.nc_counter(1, 1).unwrap() != 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the slab is zeroed"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    eventually("the slab is zeroed", || {
+        reader.nc_counter(1, 1).unwrap() == 0
+    });
     reader.close().unwrap();
 }
 

@@ -1,26 +1,25 @@
 //! The module's parameters, each under both settings, and the original sysfs location. Tests
 //! that reload the module put it back with the harness's parameters before they end.
 
-use nds_abi::sysfs::{SysfsCounter, SYSFS_COUNTERS};
+use nds_abi::{
+    metrics::MetricPost,
+    sysfs::{SysfsCounter, SYSFS_COUNTERS},
+};
 use neuron_ds_guest_tests::{
     module_control::{harness_params, reload_with, run, Restore},
+    posts::{posts_through_a_period_end, posts_until},
     *,
 };
-use std::{
-    fs,
-    process::Command,
-    thread,
-    time::{Duration, Instant},
-};
+use std::{fs, process::Command};
 
 /// The CloudWatch id of NeuronCore utilization.
 const UTILIZATION: u8 = 90;
 /// The CloudWatch id of the successes' metric (`NERR_OK`).
 const SUCCESSES: u8 = 200;
 
-/// The successes posted on `posts` since it was last read.
-fn successes_posted(posts: &mut fs::File) -> u64 {
-    read_available_posts(posts)
+/// The successes among `posts`.
+fn successes_in(posts: &[MetricPost]) -> u64 {
+    posts
         .iter()
         .filter(|post| post.cw_id == SUCCESSES)
         .map(|post| -> u64 {
@@ -83,7 +82,21 @@ fn a_readers_writable_request_is_mapped_read_only_by_default_and_refused_when_st
 
 /// The utilization posts (cw 90) of `stream`'s device made so far, oldest first.
 fn utilization_posts(stream: &mut fs::File) -> Vec<u64> {
-    read_available_posts(stream)
+    utilization_values(&read_available_posts(stream))
+}
+
+/// The first utilization posted on `stream`'s device from now on: that of the first period to
+/// see a change of busy time.
+fn first_utilization(stream: &mut fs::File) -> u64 {
+    let posts = posts_until(stream, "a utilization post", |posts| {
+        posts.iter().any(|post| post.cw_id == UTILIZATION)
+    });
+    utilization_values(&posts)[0]
+}
+
+/// The values of the utilization posts among `posts`, oldest first.
+fn utilization_values(posts: &[MetricPost]) -> Vec<u64> {
+    posts
         .iter()
         .filter(|post| post.cw_id == UTILIZATION)
         .map(|post| {
@@ -95,53 +108,35 @@ fn utilization_posts(stream: &mut fs::File) -> Vec<u64> {
         .collect()
 }
 
-/// The largest utilization posted on `stream`'s device within three metrics periods.
-fn peak_utilization(stream: &mut fs::File, period: Duration) -> Option<u64> {
-    thread::sleep(period * 3);
-    utilization_posts(stream).into_iter().max()
-}
-
 /// Drains the posts made so far.
 fn drain(stream: &mut fs::File) {
     read_available_posts(stream);
 }
 
-/// The harness's metrics period.
-fn metrics_period() -> Duration {
-    let period_ms: u64 = harness_params()
-        .iter()
-        .find_map(|p| p.strip_prefix("metrics_period_ms="))
-        .expect("the harness loads the module with a short metrics period")
-        .parse()
-        .unwrap();
-    Duration::from_millis(period_ms)
-}
-
 #[test]
 fn time_in_use_is_read_in_the_unit_the_parameter_names() {
-    let period = metrics_period();
     // One second of busy time, in microseconds, as the sysfs guide describes the counter.
     let busy = [(0, 0, 1_000_000)];
     assert_eq!(parameter("time_in_use_unit_ps"), "1");
     let mut stream = open_posts(DEVICE).unwrap();
     drain(&mut stream);
     let producer = Producer::start(DEVICE, &busy).unwrap();
-    let as_picoseconds = peak_utilization(&mut stream, period);
+    let as_picoseconds = first_utilization(&mut stream);
     producer.exit();
     drop(stream);
     // Read as picoseconds, a microsecond count is a millionth of the truth: 0 %.
-    assert_eq!(as_picoseconds, Some(0));
+    assert_eq!(as_picoseconds, 0);
 
     let _restore = Restore;
     reload_with(&["time_in_use_unit_ps=1000000"]);
     assert_eq!(parameter("time_in_use_unit_ps"), "1000000");
     let mut stream = open_posts(DEVICE).unwrap();
     let producer = Producer::start(DEVICE, &busy).unwrap();
-    let as_microseconds = peak_utilization(&mut stream, period);
+    let value = first_utilization(&mut stream);
     producer.exit();
-    // One second busy on one of two cores within a short period: well over 25 %.
-    let value = as_microseconds.expect("utilization was posted");
-    assert!(value >= 25, "utilization {value} %");
+    // One second busy on one of two cores: 1 % or more of any period shorter than 50 s (over
+    // 100 % of the harness's short one, whatever a slow guest stretches it to).
+    assert!(value >= 1, "utilization {value} %");
 }
 
 /// Device 0's utilization under a steady load from the load generator, in the module's
@@ -149,8 +144,8 @@ fn time_in_use_is_read_in_the_unit_the_parameter_names() {
 /// over the processes, over the device's cores), and the module's cw 90 posts meanwhile.
 fn monitor_and_module_utilization(tag_prefix: &str) -> (f64, Vec<u64>) {
     let mut stream = open_posts(DEVICE).unwrap();
-    let report_dir = format!("/tmp/{tag_prefix}-reports");
-    // Two producers at 200 executions/s of about 1 ms of device time on two cores: 20 %.
+    // Two producers at 200 executions/s of about 1 ms of device time on two cores: 20 %. Far
+    // longer than the test needs on any guest: it is stopped once the monitor has read it.
     let mut load = Command::new(helper_path("nds-loadgen"))
         .args([
             "run",
@@ -163,17 +158,19 @@ fn monitor_and_module_utilization(tag_prefix: &str) -> (f64, Vec<u64>) {
         ])
         .args([
             "--duration",
-            "5s",
+            "600s",
             "--rate",
             "200",
             "--tag-prefix",
             tag_prefix,
         ])
-        .args(["--report-dir", &report_dir, "--summary", "/dev/null"])
+        .args(["--summary", "/dev/null"])
         .spawn()
         .unwrap();
-    thread::sleep(Duration::from_secs(1));
-    drain(&mut stream);
+    // The load is on once the module posts its busy time.
+    posts_until(&mut stream, "a utilization post under the load", |posts| {
+        !utilization_values(posts).is_empty()
+    });
     let output = Command::new(helper_path("nds-monitor"))
         .args([
             "--period",
@@ -185,8 +182,20 @@ fn monitor_and_module_utilization(tag_prefix: &str) -> (f64, Vec<u64>) {
         ])
         .output()
         .unwrap();
-    let posts = utilization_posts(&mut stream);
-    assert!(load.wait().unwrap().success(), "the load generator failed");
+    let mut posts = utilization_posts(&mut stream);
+    if posts.is_empty() {
+        // The monitor's two seconds ended before the module's period: the next post covers it.
+        posts = utilization_values(&posts_until(&mut stream, "a utilization post", |posts| {
+            !utilization_values(posts).is_empty()
+        }));
+    }
+    // Killed, the load generator's producers get SIGTERM (their parent-death signal), exit,
+    // and their slabs are released.
+    load.kill().unwrap();
+    load.wait().unwrap();
+    eventually("the load's producers are gone", || {
+        slots().iter().all(|slot| slot.pid == 0)
+    });
     assert!(
         output.status.success(),
         "{}",
@@ -213,13 +222,8 @@ fn monitor_and_module_utilization(tag_prefix: &str) -> (f64, Vec<u64>) {
 
 #[test]
 fn the_monitor_and_the_modules_utilization_agree_in_either_unit() {
-    // The metrics periods that fit whole in the monitor's two seconds, less one for the edges.
-    let whole_periods = (2000 / metrics_period().as_millis())
-        .saturating_sub(1)
-        .max(1) as usize;
     let check = |unit: &str| {
         let (monitor, posts) = monitor_and_module_utilization(&format!("unit-{unit}"));
-        assert!(posts.len() >= whole_periods, "{unit}: posts {posts:?}");
         // The posts are whole percentages, truncated.
         let module = posts.iter().sum::<u64>() as f64 / posts.len() as f64 + 0.5;
         println!("{unit}: monitor {monitor:.2} %, module {module:.2} % (posts {posts:?})");
@@ -310,10 +314,9 @@ fn a_second_instance_with_its_own_class_and_node_name_coexists() {
         ],
     );
     fs::write("/sys/module/kunit/parameters/filter_glob", "*.*").unwrap();
-    let started = Instant::now();
-    while fs::metadata("/dev/nds_twin0").is_err() && started.elapsed() < Duration::from_secs(5) {
-        thread::sleep(Duration::from_millis(10));
-    }
+    eventually("the twin's node appears", || {
+        fs::metadata("/dev/nds_twin0").is_ok()
+    });
     // Both work, each with its own slabs and totals (the second starts from zero).
     let twin_total = || -> u64 {
         fs::read_to_string(
@@ -470,14 +473,12 @@ fn a_sixteen_core_device_totals_the_counters_of_every_band_of_the_layout() {
             "{c} of core {core} before a release"
         );
     }
-    let deadline = Instant::now() + metrics_period() * 10;
-    let mut posted = 0;
-    while posted < expected && Instant::now() < deadline {
-        thread::sleep(metrics_period());
-        posted += successes_posted(&mut posts);
-    }
+    let live = posts_until(&mut posts, "the live slab's successes posted", |so_far| {
+        successes_in(so_far) >= expected
+    });
     assert_eq!(
-        posted, expected,
+        successes_in(&live),
+        expected,
         "successes of the live slab's sixteen cores"
     );
     producer.release_and_exit();
@@ -498,9 +499,8 @@ fn a_sixteen_core_device_totals_the_counters_of_every_band_of_the_layout() {
             );
         }
     }
-    thread::sleep(metrics_period() * 3);
     assert_eq!(
-        successes_posted(&mut posts),
+        successes_in(&posts_through_a_period_end(DEVICE, &mut posts)),
         0,
         "the release posts nothing that was posted while the slab was live"
     );
@@ -517,13 +517,14 @@ fn an_eleven_core_device_counts_its_last_core_live_released_and_reaped() {
     // Live, then released: core 10's successes and core 0's, posted once.
     let producer = Producer::start(DEVICE, &[(10, 1, 30), (0, 1, 4)]).unwrap();
     assert_eq!(success(10, "total"), 30);
-    let deadline = Instant::now() + metrics_period() * 10;
-    let mut posted = 0;
-    while posted < 34 && Instant::now() < deadline {
-        thread::sleep(metrics_period());
-        posted += successes_posted(&mut posts);
-    }
-    assert_eq!(posted, 34, "the live slab's successes over eleven cores");
+    let live = posts_until(&mut posts, "the live slab's successes posted", |so_far| {
+        successes_in(so_far) >= 34
+    });
+    assert_eq!(
+        successes_in(&live),
+        34,
+        "the live slab's successes over eleven cores"
+    );
     producer.release_and_exit();
     assert_eq!((success(10, "total"), success(10, "present")), (30, 30));
     assert_eq!(success(0, "total"), 4);
@@ -550,9 +551,8 @@ fn an_eleven_core_device_counts_its_last_core_live_released_and_reaped() {
         "the dead child's slot is free or ours"
     );
     assert_eq!((success(10, "total"), success(10, "present")), (35, 5));
-    thread::sleep(metrics_period() * 3);
     assert_eq!(
-        successes_posted(&mut posts),
+        successes_in(&posts_through_a_period_end(DEVICE, &mut posts)),
         5,
         "the reaped slab's successes, posted once"
     );

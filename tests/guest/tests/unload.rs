@@ -4,7 +4,7 @@
 
 use neuron_ds_guest_tests::{
     acquire, helper_path, memory::MemoryReading, module_control::unload_module, nc_offset,
-    open_device, Mapping, Producer, DEVICE, SLAB_SIZE,
+    open_device, Mapping, Producer, DEVICE, EVENTUALLY, SLAB_SIZE,
 };
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -166,9 +166,7 @@ impl Exporter {
     /// The status code and body of `GET path`, on a connection of its own.
     fn get(&self, path: &str) -> (u16, String) {
         let mut stream = TcpStream::connect(&self.address).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
+        stream.set_read_timeout(Some(EVENTUALLY)).unwrap();
         write!(
             stream,
             "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
@@ -188,10 +186,11 @@ impl Exporter {
         (status, body)
     }
 
-    /// Waits (at most 20 s) until `/healthz` answers `status` and the exposition has (or, with
-    /// `present` false, has not) a line `wanted` accepts; panics naming `what` otherwise.
+    /// Waits (at most [`EVENTUALLY`]) until `/healthz` answers `status` and the exposition has
+    /// (or, with `present` false, has not) a line `wanted` accepts; panics naming `what`
+    /// otherwise.
     fn wait_for(&self, what: &str, status: u16, present: bool, wanted: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + EVENTUALLY;
         loop {
             let (health, _) = self.get("/healthz");
             let (_, exposition) = self.get("/metrics");
@@ -237,7 +236,7 @@ fn a_serving_exporter_follows_a_module_reload() {
     });
     producer.exit();
     // The exporter lets go of the slab within a sampling step or two.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + EVENTUALLY;
     while let Err(errno) = unload_module() {
         assert_eq!(errno, libc::EAGAIN, "delete_module");
         assert!(
