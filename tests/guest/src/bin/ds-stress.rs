@@ -22,7 +22,7 @@ use neuron_ds_guest_tests::{
     rng::Rng,
     slab_offset, slots_on,
     stress::{node_offset, ProducerLine, ReaderStats, Tally, Tenure},
-    sysfs_core_count, sysfs_counter_on, Mapping, SLAB_SIZE, SLOTS,
+    sysfs_core_count, sysfs_counter_on, Mapping, EVENTUALLY, SLAB_SIZE, SLOTS,
 };
 use std::{
     fs,
@@ -263,7 +263,7 @@ impl Campaign {
             match state {
                 Some('T' | 't') => break,
                 Some('Z' | 'X') | None => return Ok(false),
-                Some(_) if started.elapsed() > Duration::from_secs(30) => {
+                Some(_) if started.elapsed() > EVENTUALLY => {
                     return Err(format!("producer {} does not stop", target.pid));
                 }
                 Some(_) => thread::sleep(Duration::from_micros(100)),

@@ -19,9 +19,9 @@
 //!   inherited file FD, maps it and writes MARKER; prints `reacquired <offset> euid=<euid>`.
 //! * `pidns DEVICE PID`: in a new pid namespace, tries to ACQUIRE PID and reads the slot table;
 //!   prints `pidns acquire=<outcome> listed=<whether PID appears in the table>`.
-//! * `cycle DEVICE SECONDS`: owns and releases a slab over and over for SECONDS, writing into
-//!   each tenure its own generation (into counter 1 of core 0); prints `cycling`, and answers
-//!   `report` with `cycled <tenures>` once done.
+//! * `cycle DEVICE`: owns and releases a slab over and over, writing into each tenure its own
+//!   generation (into counter 1 of core 0); prints `cycling`; stops at `report`, which it
+//!   answers with `cycled <tenures>`.
 //! * `pass DEVICE PID IDENTITY`: ACQUIREs PID's slab for reading and hands the file to a child
 //!   that becomes IDENTITY (the guest kernel has no sockets to pass it over), and the child
 //!   tries every route to write through it;
@@ -45,7 +45,10 @@ use std::{
         unix::process::CommandExt,
     },
     process::{exit, Command},
-    time::{Duration, Instant},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
 };
 
 const RW: i32 = libc::PROT_READ | libc::PROT_WRITE;
@@ -136,11 +139,10 @@ fn outcome<T>(result: &io::Result<T>) -> String {
 }
 
 /// Owns and releases slabs on `device` for `seconds`; returns how many tenures it had.
-fn cycle(device: usize, seconds: u64) -> io::Result<u64> {
+fn cycle(device: usize, stop: &AtomicBool) -> io::Result<u64> {
     let file = open_device(&device_path(device))?;
-    let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut tenures = 0;
-    while Instant::now() < deadline {
+    while !stop.load(Ordering::Relaxed) {
         let info = acquire(&file, 0)?;
         let slab = Mapping::new(&file, SLAB_SIZE, RW, info.mmap_offset)?;
         let generation = slab.read_u64(GENERATION_OFFSET);
@@ -316,16 +318,21 @@ fn run(mode: &str, args: &[String]) -> io::Result<()> {
             }
         }
         "cycle" => {
+            let stop = Arc::new(AtomicBool::new(false));
+            let stopping = stop.clone();
+            // The first line (`report`), or the end of stdin, stops the cycling.
+            let reporter = std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ = io::stdin().lock().read_line(&mut line);
+                stopping.store(true, Ordering::Relaxed);
+                line
+            });
             say("cycling")?;
-            let tenures = cycle(arg(0).parse().unwrap_or(0), arg(1).parse().unwrap_or(1))?;
-            let mut answered = false;
-            serve(&[], |command| {
-                if command == "report" && !answered {
-                    answered = true;
-                    println!("cycled {tenures}");
-                }
-                Ok(())
-            })
+            let tenures = cycle(arg(0).parse().unwrap_or(0), &stop)?;
+            if reporter.join().unwrap_or_default().trim() == "report" {
+                println!("cycled {tenures}");
+            }
+            serve(&[], |_| Ok(()))
         }
         "pass" => {
             let file = open_device(&device_path(arg(0).parse().unwrap_or(0)))?;

@@ -21,7 +21,7 @@ use neuron_ds_guest_tests::{
     kernel_log::KernelLog,
     module_control::{leftovers, load_module, unload_module},
     open_device, open_posts, slots_on, sysfs_core_count, sysfs_counter_on, sysfs_device, Mapping,
-    Producer, SLAB_SIZE,
+    Producer, EVENTUALLY, SLAB_SIZE,
 };
 use std::{
     fs::{self, File},
@@ -181,7 +181,7 @@ fn cycle(log: &mut KernelLog, ko: &str, kcov: &mut Option<Collector>) -> Result<
                 match unload_module() {
                     Ok(()) => break,
                     // The killed owner's files may still be closing.
-                    Err(e) if e == libc::EAGAIN && start.elapsed() < Duration::from_secs(10) => {
+                    Err(e) if e == libc::EAGAIN && start.elapsed() < EVENTUALLY => {
                         thread::sleep(Duration::from_millis(10))
                     }
                     Err(e) => return Err(format!("rmmod with no file open failed with errno {e}")),
