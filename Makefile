@@ -5,6 +5,9 @@
 #
 #   make              build rust/neuron_ds.ko against the cached guest kernel (or KDIR=...)
 #   make CLIPPY=1     the same, with clippy
+#   make KUNIT=1      the same, with the KUnit suites compiled in (they run at insmod on a
+#                     CONFIG_KUNIT kernel, which then counts as tainted by a test; the harness
+#                     builds this way, installs and DKMS never do)
 #   make deps         install every dependency (Debian packages, rust-src, bindgen, kernel source)
 #   make test         host tests + KUnit in QEMU + guest integration tests on Linux 7.3, and
 #                     KUnit + guest tests on Linux 7.2 too; one summary line
@@ -76,7 +79,8 @@ module: $(if $(KDIR_FROM_CACHE),kernel)
 	mkdir -p "$(MODULE_OUT)"; \
 	source qemu/env.sh; \
 	MAKE="$(MAKE)" bash qemu/kbuild.sh "$$kdir" MO="$(MODULE_OUT)" \
-		$(if $(CLIPPY),CLIPPY=1) $(if $(filter cov,$(VARIANT)),$(COV_FLAGS)) modules
+		$(if $(CLIPPY),CLIPPY=1) $(if $(filter 1,$(KUNIT)),NEURON_DS_KUNIT=1) \
+		$(if $(filter cov,$(VARIANT)),$(COV_FLAGS)) modules
 
 rustfmt rustfmtcheck: kernel
 	@source qemu/env.sh; \
@@ -173,6 +177,7 @@ dkms-source:
 	install -m 644 Kbuild "$(DKMS_TREE)/Kbuild"
 	install -D -m 644 -t "$(DKMS_TREE)/rust" rust/*.rs
 	for dir in rust/*/; do install -D -m 644 -t "$(DKMS_TREE)/$$dir" "$$dir"*.rs; done
+	install -m 644 -t "$(DKMS_TREE)/rust/shim" rust/shim/*.c
 	install -D -m 644 -t "$(DKMS_TREE)/userspace/nds-abi/src" userspace/nds-abi/src/*.rs
 	install -D -m 755 -t "$(DKMS_TREE)/packaging" qemu/kbuild.sh
 

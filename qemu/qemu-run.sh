@@ -2,7 +2,8 @@
 # `make qemu-run EXTRA=<dir> CMD='<command>'`: boots the guest with the module loaded,
 # copies EXTRA's files into the guest's /work, runs CMD there (after insmod), and exits
 # with CMD's status. The console scan of qemu/boot.sh still applies: a kernel complaint
-# fails the run even when CMD succeeded. MODULE_PARAMS='...' are passed to insmod.
+# fails the run even when CMD succeeded. MODULE_PARAMS='...' are passed to insmod. The module
+# carries its KUnit suites (they run at insmod) unless MODULE_KUNIT=0.
 #
 # Usage: [KVER=7.2|7.3] qemu/qemu-run.sh VARIANT EXTRA_DIR|'' CMD
 set -euo pipefail
@@ -18,7 +19,7 @@ variant="${1:-base}" extra="${2:-}" cmd="${3:-}"
 cd "$root"
 # One harness run at a time: runs share build/ and the two cores.
 mkdir -p build && exec 8>build/.harness.lock && flock 8
-make -s module VARIANT="$variant"
+make -s module VARIANT="$variant" KUNIT="${MODULE_KUNIT:-1}"
 
 out="$root/build/qemu-run-$variant$KVER_SUFFIX"
 rm -rf "$out" && mkdir -p "$out/work"

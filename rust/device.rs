@@ -5,8 +5,9 @@
 //!
 //! * [`ownership`]: the slot pool at the device level: ACQUIRE, a thread group's open files,
 //!   and the reaping of owners that died.
-//! * [`mapping`]: the mapping authority: what a file may map (`mmap`), and what each page of a
-//!   mapping shows when it is touched (the fault handler).
+//! * [`mapping`]: the mapping authority: what a caller may map (`mmap`), where each view's
+//!   mappings are kept and how many there may be, and what each page of a mapping shows when
+//!   it is touched (the fault handler).
 //! * [`release`]: the release pipeline, from the owner to the totals, and the zeroing.
 //! * [`events`]: what wakes consumers that wait: a metric post past a reader's position
 //!   (`read`, `poll`), and a change of a sysfs counter (`sysfs_notify`, `info/notify_delay`).
@@ -14,24 +15,27 @@
 //! # Tenures and views
 //!
 //! A slab is owned by one thread group at a time (a tenure), and every mapping of it is made
-//! for one view of it ([`SlotPool::shows`](crate::state::slots::SlotPool::shows)). All the
-//! device's files share one address space ([`SharedMapping`]); a mapping gets no page at
-//! `mmap`, and each page is inserted by the fault handler, under [`DeviceState::inner`], only
+//! for one view of it (the slot pool's `shows`), and kept
+//! at that view's place in the device's offsets (`state::windows`). All the device's files
+//! share one address space ([`SharedMapping`]); a mapping gets no page at `mmap`, and each page
+//! is inserted by the fault handler, under the slot's [`DeviceState::fault_views`] lock, only
 //! while the mapping's view is the slot's. A release moves the view on under that lock and then
-//! removes the pages of the owner's mappings: from then on the owner's mapping of that tenure
-//! faults (`SIGBUS`) and nobody writes the slab. The readers' pages are removed when the slab
-//! is zeroed, which comes before any new owner gets it: until then a reader's old mapping shows
-//! the tenure as it ended (its generation word moved on), afterwards zeros (its generation word
-//! reads 0, not the generation it attached to), and nothing of a later tenure ever shows
-//! through it. So no page is reachable between a check and an insert that the check did not
-//! cover, nor after its view ended beyond the bytes that view was for.
+//! removes the pages of the owner's mappings of the view: from then on the owner's mapping of
+//! that tenure faults (`SIGBUS`) and nobody writes the slab. The readers' pages are removed
+//! when the slab is zeroed, which comes before any new owner gets it: until then a reader's old
+//! mapping shows the tenure as it ended (its generation word moved on), afterwards zeros (its
+//! generation word reads 0, not the generation it attached to), and nothing of a later tenure
+//! ever shows through it. So no page is reachable between a check and an insert that the check
+//! did not cover, nor after its view ended beyond the bytes that view was for.
 //!
 //! # Lock order
 //!
-//! mmap lock or VMA lock (the core holds one around `mmap` and the fault handler) →
-//! [`DeviceState::snapshot`] → [`DeviceState::inner`] → a slab's `kernel_access` spinlock, and
-//! the page-table locks of an insert. The address space's own lock (taken to remove pages) is
-//! only taken with no device lock held. A file's grants lock is never held together with
+//! mmap lock or VMA lock (the core holds one around `mmap`, `munmap`'s VMA closes and the fault
+//! handler) → [`DeviceState::snapshot`] → [`DeviceState::inner`] → a slot's
+//! [`DeviceState::fault_views`] lock → a slab's `kernel_access` spinlock, and the page-table
+//! locks of an insert (which may allocate page tables and wait for reclaim). No two slots'
+//! fault locks are held together. The address space's own lock (taken to remove pages) is only
+//! taken with no device lock held. A file's grants lock is never held together with
 //! [`DeviceState::inner`], nor is [`DeviceState::notifiers`] (sysfs takes its own locks to
 //! notify, which a sysfs `show` waiting for `inner` may be holding).
 
@@ -40,10 +44,6 @@ mod mapping;
 mod ownership;
 mod release;
 
-pub(crate) use mapping::{
-    Access,
-    Window, //
-};
 pub(crate) use ownership::Acquired;
 
 use crate::{
@@ -56,13 +56,15 @@ use crate::{
             SysfsNotifier,
             SysfsText, //
         },
-        thread_group::ThreadGroup, //
+        thread_group::{
+            Credentials,
+            ThreadGroup, //
+        },
     },
     state::{
         core_index::CoreIndex,
         metrics::MetricsState,
         notify::NotifyPolicy,
-        reader_mappings::ReaderMappings,
         slab_values::{
             LiveSlab,
             Slab,
@@ -79,6 +81,7 @@ use crate::{
             DeviceTotals,
             Shown, //
         },
+        view_mappings::ViewMappings,
     },
 };
 use core::fmt::Write;
@@ -112,6 +115,18 @@ pub(crate) struct Owner {
     /// thread): an `execve` gives the group a new one, and the new image's first mapping of its
     /// slab starts a new view.
     image: Option<ARef<Mm>>,
+    /// The group's credentials when the tenure began: an `execve` that changes them ends the
+    /// tenure ([`Owner::outlived`]).
+    credentials: Credentials,
+}
+
+/// What a slot's faults may show: the slab, to mappings made for `view`, while it is `owned`.
+/// The slot pool's, copied under [`DeviceState::inner`] at every move of the view, so that a
+/// fault needs only its slot's lock.
+#[derive(Clone, Copy, Default)]
+struct FaultView {
+    view: u64,
+    owned: bool,
 }
 
 /// Fixed settings of a device.
@@ -137,6 +152,8 @@ struct Inner {
     /// Open files of this device per thread group: a group's slab is released when its count
     /// drops to zero (its last file is closed and unmapped, or it died).
     openers: KVec<(ThreadGroup, usize)>,
+    /// The VMAs of each slot's current view, and their bound.
+    mappings: ViewMappings,
     totals: DeviceTotals,
     metrics: MetricsState,
     notify: NotifyPolicy,
@@ -157,8 +174,8 @@ pub(crate) struct DeviceState {
     zeros: Pin<KBox<SharedPages<1>>>,
     /// The address space of every file of the device, where every mapping of a slab is found.
     mapping: SharedMapping,
-    /// The VMAs of each slot's reader window, and their bound.
-    reader_mappings: ReaderMappings,
+    /// Per slot, what its faults may show; the lock a fault holds while it inserts pages.
+    fault_views: PerSlot<Pin<KBox<Mutex<FaultView>>>>,
     /// Where a release copies the slab's counters; held across the copy and its aggregation.
     #[pin]
     snapshot: Mutex<SlabSnapshot>,
@@ -201,6 +218,7 @@ impl DeviceState {
         let inner = Inner {
             pool: SlotPool::new(),
             openers: KVec::new(),
+            mappings: ViewMappings::new(),
             totals: DeviceTotals::new(config.core_count)?,
             metrics: MetricsState::new(
                 u32::from(config.index),
@@ -218,7 +236,9 @@ impl DeviceState {
                 slabs <- PerSlot::try_init(|_| Slab::new_zeroed()),
                 zeros: SharedPages::new_zeroed()?,
                 mapping: SharedMapping::new()?,
-                reader_mappings: ReaderMappings::new(),
+                fault_views <- PerSlot::try_init(|_| {
+                    KBox::pin_init(new_mutex!(FaultView::default()), GFP_KERNEL)
+                }),
                 snapshot <- new_mutex!(snapshot),
                 inner <- new_mutex!(inner),
                 slot_freed <- new_condvar!(),
@@ -330,6 +350,7 @@ impl DeviceState {
     }
 }
 
+#[cfg(neuron_ds_kunit)]
 #[kunit_tests(neuron_ds_device)]
 mod tests {
     use super::*;
@@ -342,7 +363,14 @@ mod tests {
             SYSFS_COUNTERS, //
         },
     };
-    use crate::state::slab_values::SlabWord;
+    use crate::state::{
+        slab_values::SlabWord,
+        view_mappings::MAPPINGS_PER_VIEW,
+        windows::{
+            Access,
+            Placement, //
+        },
+    };
 
     fn node_of(group: SysfsGroup, name: &str) -> Result<CounterNode> {
         let wanted = sysfs_counter(group, name).ok_or(EINVAL)?;
@@ -411,7 +439,7 @@ mod tests {
         // Zero every released slab now: stop the work item (waiting for a scrub it is in the
         // middle of), then scrub what it left dirty.
         finish(&device);
-        while device.scrub_oldest_dirty() {}
+        device.zero_every_dirty_slab();
         assert_eq!(slab.load(nc(1, NcCounter::InferCompleted)?), 0);
         assert_eq!(slab.load(GENERATION_WORD), generation + 1);
         finish(&device);
@@ -457,12 +485,26 @@ mod tests {
         let acquired = device.acquire_own()?;
         let pid = me.nr_in(current!().active_pid_ns());
         assert_eq!(device.acquire_pid(pid)?, acquired);
-        let view = device.authorize_mapping(acquired.slot, Access::Read, acquired.view)?;
-        assert_eq!(view, acquired.view);
-        assert_eq!(
-            device.authorize_mapping(acquired.slot, Access::Owner, acquired.view)?,
-            acquired.view
-        );
+        for access in Access::ALL {
+            assert_eq!(
+                device.authorize_mapping(acquired.slot, access, acquired.view)?,
+                (
+                    acquired.view,
+                    Placement::of(acquired.slot, access, acquired.view)
+                )
+            );
+        }
+        // Each view has a bound of its own on its mappings, for either window.
+        for access in Access::ALL {
+            let counted = device.inner.lock().mappings.count(acquired.slot, access);
+            for _ in counted..MAPPINGS_PER_VIEW {
+                device.authorize_mapping(acquired.slot, access, acquired.view)?;
+            }
+            assert_eq!(
+                device.authorize_mapping(acquired.slot, access, acquired.view),
+                Err(ENOMEM)
+            );
+        }
         device.release_own(&me);
         // Released: the grant of that tenure maps nothing, for reading or writing.
         for access in [Access::Read, Access::Owner] {

@@ -17,16 +17,16 @@ use crate::{
         metrics::METRIC_POST_SIZE,
     },
     device::{
-        Access,
         Acquired,
         DeviceState,
-        Window,
         SLAB_SIZE, //
     },
     shim::{
+        capability::opener_perfmon_capable,
         misc::{
             file_position,
             is_nonblocking,
+            kiocb_file,
             MiscFile,
             PollEvents, //
         },
@@ -38,7 +38,14 @@ use crate::{
             FaultOutcome, //
         },
     },
-    state::slots::PerSlot,
+    state::{
+        slots::PerSlot,
+        windows::{
+            Access,
+            Placement,
+            Window, //
+        },
+    },
 };
 use kernel::{
     fs::{
@@ -64,13 +71,15 @@ use kernel::{
     },
 };
 
-/// A slab this file may map, granted by an ACQUIRE through it.
+/// A slab that mappings through this file may name, as an ACQUIRE through it found it. A
+/// grant names a view; it admits nobody: whoever maps through the file (any process sharing
+/// it) is checked again at `mmap` ([`DeviceState::authorize_mapping`]).
 #[derive(Clone, Copy)]
 struct Grant {
     /// The view of the slab the grant maps (see `device`); a mapping after the slab was
     /// released, or its view renewed, is refused.
     view: u64,
-    /// Granted to the owner, who may map the owner's window.
+    /// Granted to the owner, whose window the mapping may then name.
     owner: bool,
 }
 
@@ -204,13 +213,19 @@ impl MiscFile for OpenFile {
 
     /// Returns the metric posts from the file position on, whole [`MetricPost`]s only; the
     /// position is the next sequence number wanted (0: from the oldest kept). Waits for a post
-    /// when there is none yet, unless the read must not wait (`EAGAIN`).
+    /// when there is none yet, unless the read must not wait (`EAGAIN`). `EPERM` unless the
+    /// file's opener was `perfmon_capable()`: a post carries values of single processes (the
+    /// last model id, versions, and with one tenant its own per-period counts), which the
+    /// original sends to firmware, never to users.
     ///
     /// [`MetricPost`]: crate::abi::metrics::MetricPost
     fn read_iter(
         mut kiocb: Kiocb<'_, Pin<KBox<Self>>>,
         iov: &mut IovIterDest<'_>,
     ) -> Result<usize> {
+        if !opener_perfmon_capable(kiocb_file(&kiocb)) {
+            return Err(EPERM);
+        }
         let max = iov.len() / METRIC_POST_SIZE;
         if max == 0 {
             return Err(EINVAL);
@@ -230,9 +245,13 @@ impl MiscFile for OpenFile {
         Ok(copied)
     }
 
-    /// Readable once a post past the file position exists.
+    /// Readable once a post past the file position exists; an error at once for a file whose
+    /// opener may not read posts (a `read` fails with `EPERM`).
     #[inline]
     fn poll(this: Pin<&Self>, file: &File, table: PollTable<'_>) -> PollEvents {
+        if !opener_perfmon_capable(file) {
+            return PollEvents::ERROR;
+        }
         let from = u64::try_from(file_position(file)).unwrap_or(0);
         if this.device.poll_posts(file, &table, from) {
             PollEvents::READABLE
@@ -241,9 +260,10 @@ impl MiscFile for OpenFile {
         }
     }
 
-    /// Checks a new mapping against this file's grants and sets its protection: the owner's
-    /// window may be writable; a reader's never is. No page is inserted here: each is inserted
-    /// by [`OpenFile::fault`] when first touched, while the mapping's view lasts.
+    /// Checks a new mapping against this file's grants and the caller, sets its protection (the
+    /// owner's window may be writable; a reader's never is) and moves it to its view's place.
+    /// Returns the view, the mapping's tag. No page is inserted here: each is inserted by
+    /// [`OpenFile::fault`] when first touched, while the mapping's view lasts.
     fn mmap(this: Pin<&Self>, area: &VmaNew) -> Result<u64> {
         if area.end() - area.start() != SLAB_SIZE {
             return Err(EINVAL);
@@ -271,12 +291,14 @@ impl MiscFile for OpenFile {
         area.set_dontcopy();
         area.set_dontexpand();
         area.set_dontdump();
-        let view = this
-            .device
-            .authorize_mapping(window.slot, window.access, grant.view)?;
-        // Last, so that a mapping counted is one made (a reader's authorization changes
-        // nothing to undo).
-        this.device.count_mapping(window.slot, window.access)?;
+        let (view, placement) =
+            this.device
+                .authorize_mapping(window.slot, window.access, grant.view)?;
+        if let Err(err) = vma::place_at(area, placement.first_page()) {
+            // Counted, and refused after all: no `close` comes for it.
+            this.device.mapping_gone(placement, view);
+            return Err(err);
+        }
         if view != grant.view {
             // The owner's new image started a new view: this grant follows it.
             if let Some(current) = this.grants.lock()[window.slot].as_mut() {
@@ -286,19 +308,22 @@ impl MiscFile for OpenFile {
         Ok(view)
     }
 
-    fn may_split(this: Pin<&Self>, vma: &VmaRef, _address: usize) -> Result {
-        vma::offset(vma).map_or(Ok(()), |offset| this.device.may_split_mapping(offset))
-    }
-
-    fn vma_opened(this: Pin<&Self>, vma: &VmaRef) {
-        if let Some(offset) = vma::offset(vma) {
-            this.device.mapping_copied(offset);
+    fn may_split(this: Pin<&Self>, vma: &VmaRef, view: u64, _address: usize) -> Result {
+        match Placement::containing(vma::first_page(vma)) {
+            Some((placement, _)) => this.device.may_split_mapping(placement, view),
+            None => Ok(()),
         }
     }
 
-    fn vma_closed(this: Pin<&Self>, vma: &VmaRef) {
-        if let Some(offset) = vma::offset(vma) {
-            this.device.mapping_gone(offset);
+    fn vma_opened(this: Pin<&Self>, vma: &VmaRef, view: u64) {
+        if let Some((placement, _)) = Placement::containing(vma::first_page(vma)) {
+            this.device.mapping_copied(placement, view);
+        }
+    }
+
+    fn vma_closed(this: Pin<&Self>, vma: &VmaRef, view: u64) {
+        if let Some((placement, _)) = Placement::containing(vma::first_page(vma)) {
+            this.device.mapping_gone(placement, view);
         }
     }
 

@@ -33,7 +33,8 @@ use kernel::{
 ///
 /// Its parts go away in declaration order: the node first (no file opens any more, and none is
 /// open: each holds the module), then the metrics worker (it releases slabs), then the sysfs
-/// tree; the zeroing work a release may have queued is cancelled last.
+/// tree; the zeroing work a release may have queued is cancelled last, and the slabs it had
+/// not zeroed yet are zeroed then.
 pub(crate) struct NeuronDevice {
     node: Option<Pin<KBox<MiscRegistration<OpenFile>>>>,
     metrics: Option<MetricsHandle>,
@@ -41,7 +42,9 @@ pub(crate) struct NeuronDevice {
     state: ZeroingWork,
 }
 
-/// The device's state, whose work items (zeroing, notifying) are cancelled when dropped.
+/// The device's state, whose work items (zeroing, notifying) are cancelled when dropped, and
+/// whose slabs are all zeroed then: none goes back to the page allocator with a tenure's
+/// bytes in it.
 struct ZeroingWork(Arc<DeviceState>);
 
 impl Drop for ZeroingWork {
@@ -49,6 +52,8 @@ impl Drop for ZeroingWork {
     fn drop(&mut self) {
         cancel_delayed_work_sync::<_, SCRUB_WORK>(&self.0);
         cancel_delayed_work_sync::<_, NOTIFY_WORK>(&self.0);
+        // No file is open and no mapping exists any more: nothing can write a slab again.
+        self.0.zero_every_dirty_slab();
     }
 }
 

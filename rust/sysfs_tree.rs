@@ -254,6 +254,7 @@ impl SysfsTree {
     }
 }
 
+#[cfg(neuron_ds_kunit)]
 #[kunit_tests(neuron_ds_sysfs_tree)]
 mod tests {
     use super::*;

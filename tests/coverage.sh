@@ -16,7 +16,7 @@ cd "$root"
 # shellcheck source=qemu/env.sh
 source qemu/env.sh
 
-make -s module VARIANT=cov
+make -s module VARIANT=cov KUNIT=1
 work="$root/build/coverage"
 bash tests/guest/build.sh "$work" >/dev/null
 python3 tests/coverage_sites.py "llvm-objdump$LLVM_SUFFIX" "llvm-symbolizer$LLVM_SUFFIX" \

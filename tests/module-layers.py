@@ -28,8 +28,8 @@ RANK = {
     "neuron_ds": 6,
 }
 
-# The cfg names a predicate may use: Kbuild's release and the kernel's own.
-KNOWN_CFGS = {"kernel_version", "MODULE", "test"}
+# The cfg names a predicate may use: Kbuild's release and test build switch, and the kernel's own.
+KNOWN_CFGS = {"kernel_version", "neuron_ds_kunit", "MODULE", "test"}
 CFG_OPERATORS = {"not", "any", "all"}
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "rust")

@@ -282,6 +282,7 @@ dkms_source_tree_is_complete() {
     make -s dkms-source DESTDIR="$tmp/dkms-root" || return 1
     [ -f "$src/dkms.conf" ] && [ -f "$src/Kbuild" ] && [ -x "$src/packaging/kbuild.sh" ] &&
         cmp "$src/rust/neuron_ds.rs" rust/neuron_ds.rs &&
+        cmp "$src/rust/shim/exec_state_layout.c" rust/shim/exec_state_layout.c &&
         cmp "$src/userspace/nds-abi/src/layout.rs" userspace/nds-abi/src/layout.rs
 }
 
@@ -295,6 +296,15 @@ dkms_adds_and_builds_against_the_kernel_tree() {
     local built="$tmp/dkms/neuron-ds/$version/$release/x86_64/module/neuron_ds.ko"
     [ -f "$built" ] || fail "no $built" || return 1
     modinfo -F vermagic "$built" | grep -q "^$release " || fail "vermagic"
+}
+
+# What DKMS installs carries no KUnit suite (a CONFIG_KUNIT kernel would run it at every load
+# and count itself tainted by a test); the harness's build, made with KUNIT=1, does.
+dkms_builds_without_the_kunit_suites() {
+    local built="$tmp/dkms/neuron-ds/$version/$release/x86_64/module/neuron_ds.ko"
+    readelf -S "$built" >"$tmp/dkms-sections" || return 1
+    ! grep -q kunit_test_suites "$tmp/dkms-sections" || fail "the DKMS build has KUnit suites" || return 1
+    readelf -S "$module" | grep -q kunit_test_suites || fail "the harness's build has none"
 }
 
 dkms_status_reports_built() {
@@ -575,6 +585,7 @@ check "the udev rule is well formed (0660, group neuron, misc neuron[0-9]*)" ude
 check "dkms.conf parses as dkms sources it and matches the project" dkms_conf_matches_the_project
 check "make dkms-source stages a complete DKMS tree" dkms_source_tree_is_complete
 check "dkms add + build against the kernel tree" dkms_adds_and_builds_against_the_kernel_tree
+check "the DKMS build carries no KUnit suite, the harness's does" dkms_builds_without_the_kunit_suites
 check "dkms status reports the module built" dkms_status_reports_built
 check "dkms build against the other supported releases' trees" dkms_builds_against_the_other_releases_trees
 check "dkms build refuses a release older than the oldest supported (make.log says why)" dkms_refuses_a_release_older_than_supported

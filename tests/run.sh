@@ -76,7 +76,7 @@ module_build() {
     step "module build with clippy ($build_variant, Linux $release)"
     # Always recompile, with clippy, so that its warnings count as build warnings below.
     rm -f "build/module-$build_variant$(release_suffix "$release")/rust/neuron_ds.o"
-    if ! make -s module VARIANT="$build_variant" KVER="$release" CLIPPY=1 2>&1 | tee "$log"; then
+    if ! make -s module VARIANT="$build_variant" KVER="$release" CLIPPY=1 KUNIT=1 2>&1 | tee "$log"; then
         count 0 1 "module build (Linux $release)"
         return 1
     fi

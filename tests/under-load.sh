@@ -33,7 +33,7 @@ source tests/guest-pass.sh
 step "set-up, on idle cores: dependencies, kernels, modules, the guest tests, the host tests"
 make -s deps || exit 1
 for release in "${KERNEL_RELEASES[@]}"; do
-    make -s kernel VARIANT=base KVER="$release" && make -s module VARIANT=base KVER="$release" || exit 1
+    make -s kernel VARIANT=base KVER="$release" && make -s module VARIANT=base KVER="$release" KUNIT=1 || exit 1
 done
 work="$top/guest-work"
 bash tests/guest/build.sh "$work" >"$top/guest-build.log" 2>&1 || {

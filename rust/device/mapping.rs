@@ -1,99 +1,44 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The mapping authority: where each slab is in the device's file offsets, what a grant may
-//! map, and what each page of a mapping shows when it is touched.
+//! The mapping authority: what a caller may map (`mmap`), where each view's mappings are kept,
+//! how many there may be, and what each page of a mapping shows when it is touched.
 
 use super::{
     DeviceState,
-    SLAB_SIZE, //
+    FaultView,
+    Inner,
+    Owner, //
 };
 use crate::{
-    shim::vma::{
-        Fault,
-        FaultOutcome, //
+    shim::{
+        capability::perfmon_capable,
+        thread_group::{
+            Credentials,
+            ThreadGroup, //
+        },
+        vma::{
+            Fault,
+            FaultOutcome, //
+        },
     },
     state::{
         slab_values::SLAB_PAGES,
-        slots::{
-            SlotIndex,
-            SLOT_COUNT, //
+        slots::SlotIndex,
+        windows::{
+            Access,
+            Placement, //
         },
     },
 };
-use kernel::{mm::Mm, page::PAGE_SIZE, prelude::*, sync::aref::ARef};
+use kernel::{
+    mm::Mm,
+    prelude::*,
+    sync::aref::ARef, //
+};
 
-/// How a mapping of a slab may use it; part of the mapping's offset.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Access {
-    /// Read-only, for any reader.
-    Read,
-    /// The owner's window, writable.
-    Owner,
-}
-
-/// A slab window of the device files' offsets: each slot has a reader's window and, right
-/// after it, the owner's, each one slab long, for every device (the same numbers as the
-/// original driver's offsets, so one offset names one device's slot anywhere).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Window {
-    /// The device index.
-    pub(crate) device: u8,
-    /// The slot.
-    pub(crate) slot: SlotIndex,
-    /// Whose window.
-    pub(crate) access: Access,
-}
-
-/// Bytes per window, as a file offset.
-const WINDOW_BYTES: u64 = SLAB_SIZE as u64;
-
-impl Window {
-    /// The window's first page, as a page offset of the device's files. The device index, the
-    /// slot and the access are small, so the page is far below any bound.
-    pub(crate) fn first_page(self) -> usize {
-        let window = (usize::from(self.device) * SLOT_COUNT + self.slot.get()) * 2
-            + usize::from(self.access == Access::Owner);
-        window * SLAB_PAGES
-    }
-
-    /// The window's file offset in bytes.
-    pub(crate) fn offset(self) -> u64 {
-        // CAST: a `usize` fits in a `u64` on every target the kernel builds Rust for.
-        self.first_page() as u64 * PAGE_SIZE as u64
-    }
-
-    /// The window that file offset `offset` falls in, and the page of the slab it names;
-    /// `None` past the last device there can be.
-    pub(crate) fn containing(offset: u64) -> Option<(Self, usize)> {
-        let window = offset / WINDOW_BYTES;
-        // CAST: below `SLAB_PAGES`.
-        let page = (offset % WINDOW_BYTES) as usize / PAGE_SIZE;
-        let access = if window % 2 == 1 {
-            Access::Owner
-        } else {
-            Access::Read
-        };
-        let slab = window / 2;
-        // CAST: below `SLOT_COUNT`.
-        let slot = SlotIndex::new((slab % SLOT_COUNT as u64) as usize)?;
-        let device = u8::try_from(slab / SLOT_COUNT as u64).ok()?;
-        Some((
-            Self {
-                device,
-                slot,
-                access,
-            },
-            page,
-        ))
-    }
-
-    /// The window that starts exactly at `offset`.
-    pub(crate) fn at(offset: u64) -> Option<Self> {
-        match Self::containing(offset)? {
-            (window, 0) if offset % WINDOW_BYTES == 0 => Some(window),
-            _ => None,
-        }
-    }
+/// The current task's address space, if it has one (kernel threads do not).
+pub(super) fn current_image() -> Option<ARef<Mm>> {
+    current!().mm().map(|mm| ARef::from(&**mm))
 }
 
 /// Whether `image` is the current task's address space.
@@ -102,163 +47,176 @@ fn is_current_image(image: Option<&ARef<Mm>>) -> bool {
     image.map(|mm| mm.as_raw()) == current
 }
 
+impl Owner {
+    /// The current task's thread group as an owner from now on: its address space and
+    /// credentials are the tenure's.
+    pub(super) fn current() -> Result<Self> {
+        Ok(Self {
+            group: ThreadGroup::current()?,
+            image: current_image(),
+            credentials: Credentials::current(),
+        })
+    }
+
+    /// Whether the group runs another image than the one the tenure's view began with, under
+    /// other credentials: an `execve` that changed them (a set-id program, or a process that
+    /// lowered its privileges and then executed). What the old image wrote belongs to
+    /// credentials the group no longer has, so the tenure is over: it is released (and the
+    /// slab zeroed) before anyone is admitted by the new credentials.
+    pub(super) fn outlived(&self) -> bool {
+        !self.group.runs_image(self.image.as_deref())
+            && self.group.credentials() != Some(self.credentials)
+    }
+
+    /// Whether the current task may read this owner's slab: it is the owner, or the kernel's
+    /// rule for reading another process lets it (unless `perfmon_only`), or it is
+    /// `perfmon_capable()`. Evaluated now, against the owner's current credentials.
+    pub(super) fn admits_current_reader(&self, perfmon_only: bool) -> bool {
+        self.group.is_current()
+            || (!perfmon_only && self.group.may_be_read_by_current())
+            || perfmon_capable()
+    }
+}
+
 impl DeviceState {
-    /// Authorizes a new mapping of slot `slot`'s `access` window through a grant for `view`:
-    /// the grant's view is still the slot's (not released, nor renewed, since the ACQUIRE), and
-    /// the owner's window is the owner's to map. Returns the view the mapping is made for.
+    /// Authorizes a new mapping of slot `slot`'s `access` window made for `view`, counts it,
+    /// and returns the place it is moved to.
     ///
-    /// The owner's first mapping from a new address space (after an `execve`: a new image,
-    /// maybe with other credentials) starts a new view first, and removes the pages of every
-    /// mapping made for the old one: no reader that attached to the old image sees a byte the
-    /// new one writes.
+    /// The view must still be the slot's (not released, nor renewed, since the ACQUIRE that
+    /// named it). A reader's window is mapped only by a caller the read rule admits now,
+    /// whoever's grant it maps through (a description shared with another process, maybe
+    /// across its set-uid `execve`, holds grants that process made). The owner's window is the
+    /// owner's to map; the owner's first mapping from a new address space (after an `execve`
+    /// with the same credentials) starts a new view first and removes the pages of every
+    /// mapping made for the old one, so no reader that attached to the old image sees a byte
+    /// the new one writes. After an `execve` that changed the credentials, the owner's window
+    /// is refused (`EPERM`) until an ACQUIRE ends the old tenure and starts one from zeros.
+    ///
+    /// Checked, counted and placed under one hold of the device lock: the mapping counted is
+    /// the one authorized, for the view it is placed at.
     pub(crate) fn authorize_mapping(
         &self,
         slot: SlotIndex,
         access: Access,
         view: u64,
-    ) -> Result<u64> {
-        let renewed = {
-            let mut inner = self.inner.lock();
+    ) -> Result<(u64, Placement)> {
+        let perfmon_only = self.config.attach_requires_perfmon;
+        let (counted, renewed_from) = {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
             let Some(mut owned) = inner.pool.owned_with_view(slot, view) else {
                 // Released (and maybe reused), or renewed, since the ACQUIRE.
                 return Err(EINVAL);
             };
-            if access == Access::Read {
-                return Ok(view);
-            }
             let owner = owned.owner();
-            if !owner.group.is_current() {
-                return Err(EPERM);
-            }
-            if is_current_image(owner.image.as_ref()) {
-                return Ok(view);
-            }
-            owner.image = current!().mm().map(|mm| ARef::from(&**mm));
-            owned.renew_view()
+            let renew = match access {
+                Access::Read if owner.outlived() => return Err(EINVAL),
+                Access::Read if !owner.admits_current_reader(perfmon_only) => return Err(EPERM),
+                Access::Read => false,
+                Access::Owner if !owner.group.is_current() => return Err(EPERM),
+                Access::Owner if is_current_image(owner.image.as_ref()) => false,
+                Access::Owner if owner.credentials != Credentials::current() => return Err(EPERM),
+                Access::Owner => {
+                    owner.image = current_image();
+                    true
+                }
+            };
+            let placed = if renew {
+                let renewed = owned.renew_view();
+                self.view_moved(inner, slot);
+                renewed
+            } else {
+                view
+            };
+            let counted = inner
+                .mappings
+                .try_add(slot, access, placed)
+                .map(|()| placed);
+            (counted, renew.then_some(view))
         };
-        // The same slab goes on: its readers' pages go now, not at a zeroing.
-        self.unmap_window(slot, Access::Read);
-        self.unmap_window(slot, Access::Owner);
-        Ok(renewed)
-    }
-
-    /// Counts a new VMA made by `mmap` of slot `slot`'s `access` window: `ENOMEM` if it is a
-    /// reader's and the slot has
-    /// [`READER_MAPPINGS_PER_SLOT`](crate::state::reader_mappings::READER_MAPPINGS_PER_SLOT) already (the owner's mappings
-    /// are its own cost, removed at its own release).
-    pub(crate) fn count_mapping(&self, slot: SlotIndex, access: Access) -> Result {
-        match access {
-            Access::Read => self.reader_mappings.try_add(slot),
-            Access::Owner => Ok(()),
+        if let Some(old) = renewed_from {
+            // The same slab goes on: the old view's pages go now, not at a zeroing.
+            self.unmap_view(slot, old);
         }
+        let placed = counted?;
+        Ok((placed, Placement::of(slot, access, placed)))
     }
 
-    /// Whether a VMA of the window that file offset `offset` is in may be split: `ENOMEM` for a
-    /// reader's window at the bound.
-    pub(crate) fn may_split_mapping(&self, offset: u64) -> Result {
-        match self.reader_window_slot(offset) {
-            Some(slot) => self.reader_mappings.may_split(slot),
-            None => Ok(()),
-        }
-    }
-
-    /// A VMA the core copied from one of the window that file offset `offset` is in (a split,
-    /// an `mremap` copy) now exists.
-    pub(crate) fn mapping_copied(&self, offset: u64) {
-        if let Some(slot) = self.reader_window_slot(offset) {
-            self.reader_mappings.add_copy(slot);
-        }
-    }
-
-    /// A VMA of the window that file offset `offset` is in is gone.
-    pub(crate) fn mapping_gone(&self, offset: u64) {
-        if let Some(slot) = self.reader_window_slot(offset) {
-            self.reader_mappings.remove(slot);
-        }
-    }
-
-    /// The slot whose reader window of this device file offset `offset` is in.
-    fn reader_window_slot(&self, offset: u64) -> Option<SlotIndex> {
-        match Window::containing(offset)? {
-            (window, _) if window.device == self.config.index && window.access == Access::Read => {
-                Some(window.slot)
-            }
-            _ => None,
-        }
-    }
-
-    /// Removes the pages of every mapping of slot `slot`'s `access` window, in every process;
-    /// their next accesses fault into [`DeviceState::fault`].
-    pub(super) fn unmap_window(&self, slot: SlotIndex, access: Access) {
-        let window = Window {
-            device: self.config.index,
-            slot,
-            access,
+    /// Slot `slot`'s view moved on under `inner` (a new owner, a release or a renewal): its
+    /// faults see the new one from now on, and its mappings are counted from zero.
+    pub(super) fn view_moved(&self, inner: &mut Inner, slot: SlotIndex) {
+        let state = inner.pool.get(slot);
+        let view = state.view();
+        inner.mappings.start_view(slot, view);
+        *self.fault_views[slot].lock() = FaultView {
+            view,
+            owned: state.owner().is_some(),
         };
-        self.mapping.unmap_pages(window.first_page(), SLAB_PAGES);
+    }
+
+    /// Whether a VMA made for `view` of the window at `placement` may be split in two:
+    /// `ENOMEM` at the bound, and for a view that ended.
+    pub(crate) fn may_split_mapping(&self, placement: Placement, view: u64) -> Result {
+        self.inner
+            .lock()
+            .mappings
+            .may_split(placement.slot, placement.access, view)
+    }
+
+    /// A VMA the core copied from one made for `view` at `placement` (a split, an `mremap`
+    /// copy) now exists.
+    pub(crate) fn mapping_copied(&self, placement: Placement, view: u64) {
+        self.inner
+            .lock()
+            .mappings
+            .add_copy(placement.slot, placement.access, view);
+    }
+
+    /// A VMA made for `view` at `placement` is gone.
+    pub(crate) fn mapping_gone(&self, placement: Placement, view: u64) {
+        self.inner
+            .lock()
+            .mappings
+            .remove(placement.slot, placement.access, view);
+    }
+
+    /// Removes the pages of every mapping of view `view` of slot `slot`'s windows, in every
+    /// process; their next accesses fault into [`DeviceState::fault`].
+    pub(super) fn unmap_view(&self, slot: SlotIndex, view: u64) {
+        for access in Access::ALL {
+            self.unmap_window(slot, access, view);
+        }
+    }
+
+    /// Removes the pages of every mapping of view `view` of slot `slot`'s `access` window.
+    pub(super) fn unmap_window(&self, slot: SlotIndex, access: Access, view: u64) {
+        let placement = Placement::of(slot, access, view);
+        self.mapping.unmap_pages(placement.first_page(), SLAB_PAGES);
     }
 
     /// Answers a fault of a mapping made for view `fault.tag()`: the slab's page while the view
-    /// is the slot's; afterwards zeros for a reader's window, `SIGBUS` for the owner's. Decided
-    /// and inserted under the device lock, which a release holds to move the view on: no page
-    /// of the slab is inserted for an ended view, and the ones inserted before are removed by
-    /// the release (the owner's) and by the zeroing (the readers').
+    /// is the slot's; afterwards zeros for a reader's window, `SIGBUS` for the owner's.
+    ///
+    /// Decided and inserted under the slot's fault lock alone, which every move of the slot's
+    /// view takes too, and before it removes the old view's pages: no page of the slab is
+    /// inserted for an ended view, and those inserted before are removed by the release (the
+    /// owner's) and by the zeroing (the readers'). The insertion may allocate page tables and
+    /// wait for memory reclaim; it holds neither the device lock nor any other slot's.
     pub(crate) fn fault<'a>(&'a self, fault: &Fault<'a>) -> FaultOutcome {
-        let Some((window, page)) = Window::containing(fault.offset()) else {
+        let Some((placement, page)) = Placement::containing(fault.page()) else {
             return Fault::sigbus();
         };
-        if window.device != self.config.index {
-            return Fault::sigbus();
+        let view = fault.tag();
+        if placement.is_of(view) {
+            let shown = self.fault_views[placement.slot].lock();
+            if shown.owned && shown.view == view {
+                // The whole window at once: an attaching process touches every page of it.
+                return fault.insert_around(self.slab(placement.slot).pages(), page);
+            }
         }
-        let inner = self.inner.lock();
-        if inner.pool.shows(window.slot, fault.tag()) {
-            // The whole window at once: an attaching process touches every page of it.
-            return fault.insert_around(self.slab(window.slot).pages(), page);
-        }
-        match (window.access, self.zeros.pages().first()) {
+        match (placement.access, self.zeros.pages().first()) {
             (Access::Read, Some(zeros)) => fault.insert(zeros),
             _ => Fault::sigbus(),
         }
-    }
-}
-
-#[kunit_tests(neuron_ds_mapping)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn window_offsets_name_device_slot_access_and_page() -> Result {
-        let last = SlotIndex::new(SLOT_COUNT - 1).ok_or(EINVAL)?;
-        let first = SlotIndex::new(0).ok_or(EINVAL)?;
-        for window in [
-            Window {
-                device: 0,
-                slot: first,
-                access: Access::Read,
-            },
-            Window {
-                device: 3,
-                slot: last,
-                access: Access::Owner,
-            },
-        ] {
-            assert_eq!(Window::at(window.offset()), Some(window));
-            let page = window.offset() + 5 * PAGE_SIZE as u64 + 8;
-            assert_eq!(Window::containing(page), Some((window, 5)));
-            assert_eq!(Window::at(page), None);
-        }
-        let slot = SlotIndex::new(2).ok_or(EINVAL)?;
-        let read = Window {
-            device: 1,
-            slot,
-            access: Access::Read,
-        };
-        let owner = Window {
-            access: Access::Owner,
-            ..read
-        };
-        assert_eq!(owner.offset(), read.offset() + WINDOW_BYTES);
-        assert_eq!(Window::at(read.offset() + 4096), None);
-        Ok(())
     }
 }

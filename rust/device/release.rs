@@ -25,7 +25,6 @@
 //! mappings a reader makes to slow it.
 
 use super::{
-    Access,
     DeviceState,
     Owner,
     SCRUB_WORK, //
@@ -41,6 +40,7 @@ use crate::{
             Scrubbing,
             SlotIndex, //
         },
+        windows::Access,
     },
 };
 use kernel::{
@@ -69,8 +69,7 @@ impl WorkItem<SCRUB_WORK> for DeviceState {
 
     #[inline]
     fn run(this: Arc<DeviceState>) {
-        this.worker_coverage
-            .run(|| while this.scrub_oldest_dirty() {});
+        this.worker_coverage.run(|| this.zero_every_dirty_slab());
     }
 }
 
@@ -85,10 +84,11 @@ impl DeviceState {
             let Some(releasing) = inner.pool.begin_release(matches) else {
                 return;
             };
+            self.view_moved(&mut inner, releasing.slot());
             releasing
         };
         let slot = releasing.slot();
-        self.unmap_window(slot, Access::Owner);
+        self.unmap_window(slot, Access::Owner, releasing.ended_view());
         // Only now, with no way left for the owner to write the slab: a reader that sees the new
         // generation sees nothing written after it.
         self.publish_generation(slot, releasing.generation());
@@ -118,7 +118,7 @@ impl DeviceState {
     /// Ends the readers' mappings of the slot `scrubbing` claimed, zeroes it, and frees it.
     pub(super) fn scrub(&self, scrubbing: Scrubbing) {
         // Before the slot can be handed on: from here a reader's old mapping reads zeros.
-        self.unmap_window(scrubbing.slot(), Access::Read);
+        self.unmap_window(scrubbing.slot(), Access::Read, scrubbing.ended_view());
         let slab = self.slab(scrubbing.slot());
         let generation = scrubbing.generation();
         // A reader that sees any zeroed word must also see that the generation moved on, which
@@ -133,8 +133,15 @@ impl DeviceState {
         self.slot_freed.notify_all();
     }
 
+    /// Zeroes every dirty slot, oldest release first: what the work item does, and what the
+    /// device does last when it goes away, so that no slab goes back to the page allocator
+    /// with a tenure's bytes in it.
+    pub(crate) fn zero_every_dirty_slab(&self) {
+        while self.scrub_oldest_dirty() {}
+    }
+
     /// Zeroes the dirty slot released longest ago; `false` if there is none.
-    pub(super) fn scrub_oldest_dirty(&self) -> bool {
+    fn scrub_oldest_dirty(&self) -> bool {
         let claimed = self.inner.lock().pool.begin_scrub_oldest();
         match claimed {
             Some(scrubbing) => {

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Capability checks of the current task.
+//! Capability checks of the current task, and of the task that opened a file.
 //!
 //! C header: [`include/linux/capability.h`](srctree/include/linux/capability.h)
 
 use kernel::{
     bindings,
+    fs::LocalFile,
     prelude::*, //
 };
 
@@ -46,4 +47,24 @@ fn capable(cap: Capability) -> bool {
 /// `CAP_SYS_ADMIN`.
 pub(crate) fn perfmon_capable() -> bool {
     capable(Capability::Perfmon) || capable(Capability::SysAdmin)
+}
+
+/// Whether the task that opened `file` had `cap` in the initial user namespace when it opened
+/// it (`file_ns_capable()`: the file's credentials, not the caller's).
+fn opener_capable(file: &LocalFile, cap: Capability) -> bool {
+    // SAFETY: `file` is valid for the borrow, and its credentials for as long as it is;
+    // `init_user_ns` is a static namespace that is never freed; every `Capability` is a valid
+    // capability number.
+    unsafe {
+        bindings::file_ns_capable(file.as_ptr(), &raw mut bindings::init_user_ns, cap.number())
+    }
+}
+
+/// Whether the task that opened `file` was `perfmon_capable()` then, in the kernel's order.
+///
+/// What a file returns to a read is checked against its opener, as the kernel checks reads
+/// that reveal more than the reader could open by itself: a descriptor handed to a privileged
+/// process (a set-uid program's standard input) reads nothing its opener could not.
+pub(crate) fn opener_perfmon_capable(file: &LocalFile) -> bool {
+    opener_capable(file, Capability::Perfmon) || opener_capable(file, Capability::SysAdmin)
 }

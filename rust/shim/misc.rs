@@ -35,7 +35,8 @@ use kernel::{
     error::to_result,
     fs::{
         File,
-        Kiocb, //
+        Kiocb,
+        LocalFile, //
     },
     iov::IovIterDest,
     mm::virt::{
@@ -93,18 +94,18 @@ pub(crate) trait MiscFile: Sized + Send + Sync {
     /// that its faults insert special entries.
     fn mmap(this: Pin<&Self>, vma: &VmaNew) -> Result<u64>;
 
-    /// Whether a VMA of a mapping made by [`MiscFile::mmap`] may be split in two (the part
-    /// from `address` on becoming a VMA of its own); an error refuses the split
+    /// Whether a VMA of a mapping made by [`MiscFile::mmap`] with tag `tag` may be split in
+    /// two (the part from `address` on becoming a VMA of its own); an error refuses the split
     /// (`munmap`, `mprotect` or `mremap` of part of the mapping) with it.
-    fn may_split(this: Pin<&Self>, vma: &VmaRef, address: usize) -> Result;
+    fn may_split(this: Pin<&Self>, vma: &VmaRef, tag: u64, address: usize) -> Result;
 
-    /// `vma` is a new VMA copied from one of the file's: a part split off, or the copy an
-    /// `mremap` moves the mapping to (whose old VMA is then closed).
-    fn vma_opened(this: Pin<&Self>, vma: &VmaRef);
+    /// `vma` is a new VMA copied from one of the file's with tag `tag` (which it keeps): a part
+    /// split off, or the copy an `mremap` moves the mapping to (whose old VMA is then closed).
+    fn vma_opened(this: Pin<&Self>, vma: &VmaRef, tag: u64);
 
-    /// A VMA of the file's mappings is going away (unmapped, or its process's address space
-    /// torn down), or a mapping `mmap` accepted is refused afterwards.
-    fn vma_closed(this: Pin<&Self>, vma: &VmaRef);
+    /// A VMA of the file's mappings, with tag `tag`, is going away (unmapped, or its process's
+    /// address space torn down), or a mapping `mmap` accepted is refused afterwards.
+    fn vma_closed(this: Pin<&Self>, vma: &VmaRef, tag: u64);
 
     /// Answers a page fault of a mapping made by [`MiscFile::mmap`]. The pages it inserts are
     /// borrowed from `this` for the fault: the file's data, which lives until every mapping of
@@ -121,6 +122,8 @@ impl PollEvents {
     pub(crate) const NONE: Self = Self(0);
     /// A `read` would return data without waiting (`EPOLLIN | EPOLLRDNORM`).
     pub(crate) const READABLE: Self = Self(bindings::POLLIN | bindings::POLLRDNORM);
+    /// A `read` would fail without waiting (`EPOLLERR`).
+    pub(crate) const ERROR: Self = Self(bindings::POLLERR);
 }
 
 /// `IOCB_NOWAIT` (`include/linux/fs.h`: `RWF_NOWAIT`), which the bindings lack.
@@ -140,6 +143,14 @@ pub(crate) fn is_nonblocking<T: ForeignOwnable>(kiocb: &Kiocb<'_, T>) -> bool {
         )
     };
     flags & IOCB_NOWAIT != 0 || file_flags & bindings::O_NONBLOCK != 0
+}
+
+/// The file `kiocb` reads.
+pub(crate) fn kiocb_file<'a, T: ForeignOwnable>(kiocb: &'a Kiocb<'_, T>) -> &'a LocalFile {
+    // SAFETY: the kiocb's file is valid for as long as the kiocb is used, which the borrow
+    // does not outlive; a read's `fdget_pos` (if it took no position lock) is on this thread,
+    // which is what `LocalFile` allows.
+    unsafe { LocalFile::from_raw_file((*kiocb.as_raw()).ki_filp) }
 }
 
 /// The file position of `file`, where its next `read` starts.
@@ -377,7 +388,7 @@ impl<T: MiscFile> FileOps<T> {
         if let Err(err) = vma::set_pfnmap(area) {
             // Refused after `T` accepted it: the core calls no `close` for a mapping whose
             // `mmap` failed, so `T` forgets it here.
-            T::vma_closed(this, area);
+            T::vma_closed(this, area, tag);
             return err.to_errno();
         }
         // SAFETY: the VMA is being set up under the mmap write lock, so nothing else reads its
@@ -393,19 +404,22 @@ impl<T: MiscFile> FileOps<T> {
         0
     }
 
-    /// The file's data, and the VMA, of a VMA with these operations.
+    /// The file's data, the VMA, and the tag `mmap` gave it, of a VMA with these operations.
     ///
     /// # Safety
     ///
     /// `vma` has these operations and is valid, with the mmap lock held (or the VMA's own
     /// lock), for `'a`.
-    unsafe fn of_vma<'a>(vma: *mut bindings::vm_area_struct) -> (Pin<&'a T>, &'a VmaRef) {
+    unsafe fn of_vma<'a>(vma: *mut bindings::vm_area_struct) -> (Pin<&'a T>, &'a VmaRef, u64) {
         // SAFETY: only `mmap` of a file of these operations installs them, and a VMA holds a
         // reference to its file until after its `close`, so the file is open (its `release`
         // has not run) while the VMA exists.
         let this = unsafe { Self::borrow((*vma).vm_file) };
+        // SAFETY: `mmap` set the private data to the tag with the operations, and nothing
+        // changes it afterwards (a split or a move copies it); the VMA is locked.
+        let tag = unsafe { (*vma).vm_private_data }.addr() as u64;
         // SAFETY: valid and locked for `'a` (the function's contract).
-        (this, unsafe { VmaRef::from_raw(vma) })
+        (this, unsafe { VmaRef::from_raw(vma) }, tag)
     }
 
     /// # Safety
@@ -415,18 +429,21 @@ impl<T: MiscFile> FileOps<T> {
     unsafe extern "C" fn vma_open(vma: *mut bindings::vm_area_struct) {
         // SAFETY: the copy has the operations of the VMA it was copied from (these), and the
         // mmap lock is held for the call.
-        let (this, vma) = unsafe { Self::of_vma(vma) };
-        T::vma_opened(this, vma);
+        let (this, vma, tag) = unsafe { Self::of_vma(vma) };
+        T::vma_opened(this, vma, tag);
     }
 
     /// # Safety
     ///
-    /// Called by the core, with the mmap write lock held, for a VMA with these operations that
-    /// is going away.
+    /// Called by the core for a VMA with these operations that is going away, with the mmap
+    /// lock held: for writing (a failed setup, an `mremap`, the teardown of an address space),
+    /// or for reading (`munmap` takes the write lock, detaches the VMAs and downgrades it to
+    /// the read lock before it closes them).
     unsafe extern "C" fn vma_close(vma: *mut bindings::vm_area_struct) {
-        // SAFETY: as this function's contract says; the VMA still holds its file.
-        let (this, vma) = unsafe { Self::of_vma(vma) };
-        T::vma_closed(this, vma);
+        // SAFETY: as this function's contract says; the VMA still holds its file, and a
+        // detached VMA is no one else's to change.
+        let (this, vma, tag) = unsafe { Self::of_vma(vma) };
+        T::vma_closed(this, vma, tag);
     }
 
     /// # Safety
@@ -435,8 +452,8 @@ impl<T: MiscFile> FileOps<T> {
     /// is split at `address`.
     unsafe extern "C" fn may_split(vma: *mut bindings::vm_area_struct, address: c_ulong) -> c_int {
         // SAFETY: as this function's contract says.
-        let (this, vma) = unsafe { Self::of_vma(vma) };
-        match T::may_split(this, vma, address) {
+        let (this, vma, tag) = unsafe { Self::of_vma(vma) };
+        match T::may_split(this, vma, tag, address) {
             Ok(()) => 0,
             Err(err) => err.to_errno(),
         }

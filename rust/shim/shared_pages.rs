@@ -111,6 +111,7 @@ impl<const PAGES: usize> SharedPages<PAGES> {
     }
 
     /// The word at `offset`, read with one atomic load.
+    #[cfg(neuron_ds_kunit)]
     pub(crate) fn load(&self, offset: WordOffset<PAGES>) -> u64 {
         self.words().load(offset)
     }

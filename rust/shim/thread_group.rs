@@ -8,13 +8,16 @@
 //!
 //! A group leader's `task_struct` does not name a process for its whole life: an `execve` from
 //! a thread other than the leader makes that thread the leader (`de_thread()`), and the old
-//! leader goes away. The TGID `struct pid` does: `de_thread()` hands it to the new leader. A
-//! reference to it also keeps its number from being reused for another process while held
-//! (comparing numbers would not: pids are recycled).
+//! leader goes away. The TGID `struct pid` does: `de_thread()` hands it to the new leader, and a
+//! reference to it keeps naming that one group (comparing numbers would not). It does not keep
+//! its *number*: once the group is reaped, `free_pid()` gives the number back while references
+//! remain, and a new process may get it. A group that has exited ([`ThreadGroup::has_exited`])
+//! must therefore never answer for its number.
 
 use core::ptr::NonNull;
 use kernel::{
     bindings,
+    mm::Mm,
     pid_namespace::PidNamespace,
     prelude::*,
     sync::{
@@ -90,6 +93,33 @@ impl ThreadGroup {
             unsafe { bindings::get_pid_task(self.pid.as_ptr(), bindings::pid_type_PIDTYPE_TGID) };
         // SAFETY: a non-NULL result is a task referenced for us, which `ARef` takes over.
         NonNull::new(task).map(|task| unsafe { ARef::from_raw(task.cast::<Task>()) })
+    }
+
+    /// Whether the group's leader runs in `image` now (`None`: it has no address space, as when
+    /// it is exiting). A comparison of identities only: `image` is referenced by the caller, so
+    /// no other address space can be at its address.
+    pub(crate) fn runs_image(&self, image: Option<&Mm>) -> bool {
+        let wanted = image.map_or(core::ptr::null_mut(), Mm::as_raw);
+        self.leader().is_some_and(|leader| {
+            // SAFETY: `leader` is referenced, so its `mm` field may be read; it is written (by
+            // `execve` and exit, under the task lock) with one store, read once here as
+            // `READ_ONCE` would. The address is only compared, never followed.
+            let mm = unsafe { atomic_load(&raw mut (*leader.as_ptr()).mm, Relaxed) };
+            mm == wanted
+        })
+    }
+
+    /// The credentials of the group's leader now (its objective ones); `None` if the group is
+    /// gone.
+    pub(crate) fn credentials(&self) -> Option<Credentials> {
+        let leader = self.leader()?;
+        let _rcu = rcu::read_lock();
+        // SAFETY: `leader` is referenced; its objective credentials are RCU-protected, and the
+        // RCU read lock is held while they are read. The pointer is read once, as
+        // `rcu_dereference` does.
+        let cred = unsafe { atomic_load(&raw mut (*leader.as_ptr()).real_cred, Relaxed) };
+        // SAFETY: `cred` points to live credentials (above).
+        Some(unsafe { Credentials::read(cred) })
     }
 
     /// Whether every thread of the group has exited (the group is dead, reaped or not).
@@ -185,10 +215,48 @@ impl ThreadGroup {
     }
 }
 
+/// What a task's credentials say of whom it acts for, as the kernel's rule for reading a
+/// process compares them: its real, effective and saved user and group ids, and its permitted
+/// capabilities. Two tasks, or one task at two moments, with equal values are the same
+/// principal to that rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Credentials {
+    uids: [u32; 3],
+    gids: [u32; 3],
+    permitted: u64,
+}
+
+impl Credentials {
+    /// The current task's (its objective credentials, which others read it by).
+    pub(crate) fn current() -> Self {
+        // SAFETY: `current`'s objective credentials are only replaced by `current` itself, so
+        // they stay live while it reads them.
+        unsafe { Self::read((*Task::current_raw()).real_cred) }
+    }
+
+    /// Reads `cred`.
+    ///
+    /// # Safety
+    ///
+    /// `cred` points to live credentials for the call.
+    unsafe fn read(cred: *const bindings::cred) -> Self {
+        // SAFETY: live (the function's contract); the ids and capabilities are written only
+        // before credentials are published, and never afterwards.
+        unsafe {
+            Self {
+                uids: [(*cred).uid.val, (*cred).euid.val, (*cred).suid.val],
+                gids: [(*cred).gid.val, (*cred).egid.val, (*cred).sgid.val],
+                permitted: (*cred).cap_permitted.val,
+            }
+        }
+    }
+}
+
 /// `struct task_exec_state` (`include/linux/sched/exec_state.h`, the same in 7.2 and 7.3):
 /// a task's dumpability and the user namespace of its `execve`, which the kernel crate's
-/// bindings leave opaque (their header is not among theirs), so nothing checks this layout at
-/// compile time; the KUnit suite `neuron_ds_thread_group` checks it against a live state.
+/// bindings leave opaque (their header is not among theirs). Its layout is checked at every
+/// build: here on the Rust side, and by `exec_state_layout.c` against the kernel's header, with
+/// the same numbers; the KUnit suite `neuron_ds_thread_group` also reads a live state with it.
 #[repr(C)]
 struct TaskExecState {
     count: bindings::refcount_t,
@@ -196,6 +264,16 @@ struct TaskExecState {
     user_ns: *mut bindings::user_namespace,
     rcu: bindings::callback_head,
 }
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(TaskExecState, count) == 0);
+    assert!(offset_of!(TaskExecState, dumpable) == 4);
+    assert!(size_of::<bindings::task_dumpable>() == 4);
+    assert!(offset_of!(TaskExecState, user_ns) == 8);
+    assert!(offset_of!(TaskExecState, rcu) == 16);
+    assert!(size_of::<TaskExecState>() == 32);
+};
 
 /// Whether the current task has `CAP_SYS_PTRACE` in `namespace` (`ns_capable()`).
 fn has_ptrace_capability(namespace: *mut bindings::user_namespace) -> bool {
@@ -223,6 +301,7 @@ impl Drop for ThreadGroup {
     }
 }
 
+#[cfg(neuron_ds_kunit)]
 #[kunit_tests(neuron_ds_thread_group)]
 mod tests {
     use super::*;

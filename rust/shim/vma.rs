@@ -33,13 +33,35 @@ use kernel::{
 const PAGE_BYTES: u64 = PAGE_SIZE as u64;
 const _: () = assert!(PAGE_SIZE.is_power_of_two() && PAGE_BYTES as usize == PAGE_SIZE);
 
+/// The page of its file's offsets that a mapping starts at.
+pub(crate) fn first_page(vma: &VmaRef) -> usize {
+    // SAFETY: `vma` is read-locked or more (`VmaRef`'s invariant), and `vm_pgoff` only changes
+    // with the VMA's bounds, under its write lock (a split or a move), or is set before or in an
+    // `mmap` hook ([`place_at`]).
+    unsafe { (*vma.as_ptr()).vm_pgoff }
+}
+
 /// The file offset, in bytes, that a mapping starts at; `None` if it does not fit a `u64`.
 pub(crate) fn offset(vma: &VmaRef) -> Option<u64> {
-    // SAFETY: `vma` is read-locked or more (`VmaRef`'s invariant), and `vm_pgoff` only changes
-    // with the VMA's bounds, under its write lock (a split or a move), or is set before an
-    // `mmap` hook is called.
-    let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
-    u64::try_from(pgoff).ok()?.checked_mul(PAGE_BYTES)
+    u64::try_from(first_page(vma)).ok()?.checked_mul(PAGE_BYTES)
+}
+
+/// Moves a new mapping to page `first_page` of its file's offsets, whatever offset it was asked
+/// at: its pages are found there from now on (by the fault handler's offsets, by
+/// `unmap_mapping_pages` of the file's address space, in `/proc/<pid>/maps`). `EINVAL` if the
+/// mapping would end past the last page offset.
+///
+/// A driver moves a mapping where it wants to find it again, as DRM's GEM objects are mapped
+/// at their fake offsets: here, a range of offsets per view of a slab.
+pub(crate) fn place_at(vma: &VmaNew, first_page: usize) -> Result {
+    let pages = (vma.end() - vma.start()) / PAGE_SIZE;
+    first_page.checked_add(pages).ok_or(EINVAL)?;
+    // SAFETY: the VMA is undergoing initial setup under the mmap write lock, and the core links
+    // it into its file's address space (by this offset) only after the `mmap` hook returns, so
+    // nothing reads its offset concurrently or has found it by the old one; the offset of the
+    // last page fits (checked above).
+    unsafe { (*vma.as_ptr()).vm_pgoff = first_page };
+    Ok(())
 }
 
 /// Makes a new mapping read-only for good, whatever protection it was asked for.
@@ -105,12 +127,12 @@ pub(crate) fn page_frame(page: &Page) -> usize {
 /// # Invariants
 ///
 /// `vma` is the faulting VMA, valid and read-locked for `'a`, `VM_PFNMAP` and not
-/// copy-on-write; `address` is the page-aligned faulting address inside it and `offset` the
-/// file offset in bytes of that page.
+/// copy-on-write; `address` is the page-aligned faulting address inside it and `page` the page
+/// of the file's offsets it maps.
 pub(crate) struct Fault<'a> {
     vma: *mut bindings::vm_area_struct,
     address: usize,
-    offset: u64,
+    page: usize,
     _locked: PhantomData<&'a bindings::vm_area_struct>,
 }
 
@@ -140,16 +162,14 @@ impl<'a> Fault<'a> {
         Self {
             vma,
             address: address & !(PAGE_SIZE - 1),
-            offset: u64::try_from(pgoff)
-                .unwrap_or(u64::MAX)
-                .saturating_mul(PAGE_BYTES),
+            page: pgoff,
             _locked: PhantomData,
         }
     }
 
-    /// The file offset, in bytes, of the faulting page.
-    pub(crate) fn offset(&self) -> u64 {
-        self.offset
+    /// The page of the file's offsets that the faulting address maps.
+    pub(crate) fn page(&self) -> usize {
+        self.page
     }
 
     /// The tag the mapping was made with (see the misc device's `mmap`).
@@ -222,6 +242,7 @@ impl FaultOutcome {
     }
 }
 
+#[cfg(neuron_ds_kunit)]
 #[kunit_tests(neuron_ds_vma)]
 mod tests {
     use super::*;

@@ -140,6 +140,7 @@ impl<T, const N: usize, Kind> IndexMut<BoundedIndex<N, Kind>> for PerIndex<T, N,
     }
 }
 
+#[cfg(neuron_ds_kunit)]
 #[kunit_tests(neuron_ds_bounded_index)]
 mod tests {
     use super::*;

@@ -265,6 +265,7 @@ impl MetricsState {
     }
 }
 
+#[cfg(neuron_ds_kunit)]
 #[kunit_tests(neuron_ds_metrics)]
 mod tests {
     use super::*;

@@ -91,6 +91,7 @@ impl NotifyPolicy {
     }
 }
 
+#[cfg(neuron_ds_kunit)]
 #[kunit_tests(neuron_ds_notify)]
 mod tests {
     use super::*;

@@ -82,6 +82,7 @@ impl PostRing {
     }
 }
 
+#[cfg(neuron_ds_kunit)]
 #[kunit_tests(neuron_ds_post_ring)]
 mod tests {
     use super::*;

@@ -7,7 +7,6 @@
 
 use crate::abi::metrics::METRIC_VALUE_SIZE;
 use core::fmt;
-use kernel::prelude::*;
 
 /// Up to [`METRIC_VALUE_SIZE`] bytes of text; what does not fit is cut off, as the original
 /// driver's fixed-size value field cuts it.
@@ -59,9 +58,11 @@ impl fmt::Write for PostValue {
     }
 }
 
-#[kunit_tests(neuron_ds_post_value)]
+#[cfg(neuron_ds_kunit)]
+#[kernel::prelude::kunit_tests(neuron_ds_post_value)]
 mod tests {
     use super::*;
+    use kernel::prelude::*;
 
     #[test]
     fn short_text_is_zero_padded() {

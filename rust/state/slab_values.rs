@@ -144,6 +144,7 @@ impl SlabValues for SlabSnapshot {
     }
 }
 
+#[cfg(neuron_ds_kunit)]
 #[kunit_tests(neuron_ds_slab_values)]
 mod tests {
     use super::*;

@@ -39,7 +39,6 @@ pub(crate) use crate::state::slot_index::{
     SlotIndex,
     SLOT_COUNT, //
 };
-use kernel::prelude::*;
 
 /// Where a slot is in its life.
 pub(crate) enum SlotState<O> {
@@ -68,6 +67,8 @@ pub(crate) struct Slot<O> {
     generation: u64,
     /// The view mappings are made for; bumped on every assignment, release and renewal.
     view: u64,
+    /// The view that the last release ended, whose readers' mappings the zeroing ends.
+    ended_view: u64,
 }
 
 impl<O> Slot<O> {
@@ -77,6 +78,7 @@ impl<O> Slot<O> {
             clear_tick: 0,
             generation: 0,
             view: 0,
+            ended_view: 0,
         }
     }
 
@@ -122,6 +124,7 @@ impl<O> Slot<O> {
 pub(crate) struct Step<const SCRUBBING: bool> {
     slot: SlotIndex,
     generation: u64,
+    ended_view: u64,
 }
 
 /// A slot being released: its counters are not aggregated yet ([`SlotPool::finish_release`]).
@@ -139,6 +142,11 @@ impl<const SCRUBBING: bool> Step<SCRUBBING> {
     /// Its generation: the one the release published, which a zeroed slab shows again.
     pub(crate) fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The view the release ended: the one the owner's and readers' mappings were made for.
+    pub(crate) fn ended_view(&self) -> u64 {
+        self.ended_view
     }
 }
 
@@ -219,12 +227,14 @@ impl<O> SlotPool<O> {
     }
 
     /// Whether a mapping made for `view` shows slot `slot` now: it is owned, with that view.
+    /// (The fault handler asks the device's copy of it, which needs no pool lock.)
+    #[cfg(neuron_ds_kunit)]
     pub(crate) fn shows(&self, slot: SlotIndex, view: u64) -> bool {
         let slot = self.get(slot);
         slot.owner().is_some() && slot.view == view
     }
 
-    /// Slot `slot` if a mapping made for `view` shows it now (see [`SlotPool::shows`]).
+    /// Slot `slot` if a mapping made for `view` shows it now: it is owned, with that view.
     pub(crate) fn owned_with_view(
         &mut self,
         slot: SlotIndex,
@@ -309,11 +319,13 @@ impl<O> SlotPool<O> {
         slot.state = SlotState::Releasing;
         // INVARIANT: the slot was owned (odd generation).
         slot.generation = slot.generation.wrapping_add(1);
+        slot.ended_view = slot.view;
         slot.view = slot.view.wrapping_add(1);
         // INVARIANT: the slot is `Releasing` now, which only `finish_release` ends.
         Some(Step {
             slot: index,
             generation: slot.generation,
+            ended_view: slot.ended_view,
         })
     }
 
@@ -342,6 +354,7 @@ impl<O> SlotPool<O> {
         Step {
             slot: index,
             generation: slot.generation,
+            ended_view: slot.ended_view,
         }
     }
 
@@ -352,9 +365,11 @@ impl<O> SlotPool<O> {
     }
 }
 
-#[kunit_tests(neuron_ds_slots)]
+#[cfg(neuron_ds_kunit)]
+#[kernel::prelude::kunit_tests(neuron_ds_slots)]
 mod tests {
     use super::*;
+    use kernel::prelude::*;
 
     type Pool = SlotPool<u32>;
 
@@ -552,6 +567,7 @@ mod tests {
         assert!(pool.shows(index, renewed));
         assert_eq!(pool.get(index).owner(), Some(&1));
         let releasing = begin(&mut pool, 1)?;
+        assert_eq!(releasing.ended_view(), renewed);
         assert!(!pool.shows(index, renewed));
         assert!(!pool.shows(index, pool.get(index).view()));
         assert!(pool
@@ -559,6 +575,8 @@ mod tests {
             .is_none());
         pool.finish_release(releasing, 1);
         let scrubbing = pool.begin_scrub_oldest().ok_or(EINVAL)?;
+        // The zeroing ends the readers' view.
+        assert_eq!(scrubbing.ended_view(), renewed);
         pool.finish_scrub(scrubbing);
         // The next tenure of the slot has a view no earlier mapping was made for.
         assert_eq!(acquire(&mut pool, 99)?, index.get());

@@ -190,6 +190,7 @@ impl DeviceTotals {
     }
 }
 
+#[cfg(neuron_ds_kunit)]
 #[kunit_tests(neuron_ds_totals)]
 mod tests {
     use super::*;

@@ -3,8 +3,6 @@
 //! The versions seen in one posting period, with how many slabs reported each: the original
 //! driver's 8-entry history, from which the two most used are posted.
 
-use kernel::prelude::*;
-
 /// Entries kept, as in the original.
 const CAPACITY: usize = 8;
 
@@ -59,7 +57,8 @@ impl VersionHistory {
     }
 }
 
-#[kunit_tests(neuron_ds_version_history)]
+#[cfg(neuron_ds_kunit)]
+#[kernel::prelude::kunit_tests(neuron_ds_version_history)]
 mod tests {
     use super::*;
 

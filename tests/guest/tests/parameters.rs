@@ -297,13 +297,48 @@ fn the_original_sysfs_paths_hold_the_totals() {
     assert_eq!(total(1, "other_info", "flop_count"), flops + 40);
 }
 
+/// `TAINT_TEST`: a test ran in this kernel (a KUnit suite, at a module's load).
+const TAINT_TEST: u64 = 1 << 18;
+
+/// The kernel's taint flags now.
+fn taint() -> u64 {
+    fs::read_to_string("/proc/sys/kernel/tainted")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_production_build_runs_no_test_and_the_harness_build_does() {
+    // The guest's init loaded and unloaded the twin, built as DKMS and installs build the
+    // module, before anything else, and kept the taint flags around it.
+    let record = fs::read_to_string("/tmp/production-module-taint")
+        .expect("the guest's init loads the production build first");
+    let flags: Vec<u64> = record
+        .split_whitespace()
+        .map(|flags| flags.parse().unwrap())
+        .collect();
+    assert_eq!(flags.len(), 2, "{record:?}");
+    assert_eq!(
+        flags[0] & TAINT_TEST,
+        0,
+        "tainted by a test before: {record:?}"
+    );
+    assert_eq!(flags[1] & TAINT_TEST, 0, "the production build ran a test");
+    // The build the harness loads afterwards carries its KUnit suites, which ran.
+    assert_ne!(
+        taint() & TAINT_TEST,
+        0,
+        "the harness's build ran no KUnit suite"
+    );
+}
+
 #[test]
 fn a_second_instance_with_its_own_class_and_node_name_coexists() {
     // A copy of the module under another name stands in for a second driver.
     let twin = "/work/neuron_ds_twin.ko";
     assert!(fs::metadata(twin).is_ok(), "the harness ships {twin}");
-    // Its KUnit suites already ran with the first instance: skip them.
-    fs::write("/sys/module/kunit/parameters/filter_glob", "none.none").unwrap();
     run(
         "insmod",
         &[
@@ -313,7 +348,6 @@ fn a_second_instance_with_its_own_class_and_node_name_coexists() {
             "devices=1",
         ],
     );
-    fs::write("/sys/module/kunit/parameters/filter_glob", "*.*").unwrap();
     eventually("the twin's node appears", || {
         fs::metadata("/dev/nds_twin0").is_ok()
     });
