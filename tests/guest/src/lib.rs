@@ -22,6 +22,10 @@ use std::{
     sync::atomic::{AtomicU32, AtomicU64},
 };
 
+/// The VMAs of one window of one view of a slab that may exist at once, all processes
+/// together (the module's `MAPPINGS_PER_VIEW`).
+pub const MAPPINGS_PER_VIEW: usize = 1024;
+
 /// The first device node the module creates with default parameters.
 pub const DEVICE: &str = "/dev/neuron0";
 /// `ACQUIRE_NEURON_DS`.

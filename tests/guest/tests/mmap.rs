@@ -298,10 +298,6 @@ fn a_fault_maps_the_rest_of_a_split_mapping_at_the_right_places() {
     }
 }
 
-/// The VMAs of one slot's reader window that may exist at once, device-wide (the module's
-/// `READER_MAPPINGS_PER_SLOT`).
-const READER_MAPPINGS_PER_SLOT: usize = 1024;
-
 #[test]
 fn a_reader_window_has_at_most_1024_vmas_and_the_next_owner_still_gets_the_slot() {
     let mut producer = Producer::start(DEVICE, &[(0, 1, 3)]).unwrap();
@@ -325,12 +321,9 @@ fn a_reader_window_has_at_most_1024_vmas_and_the_next_owner_still_gets_the_slot(
             }
         }
     }
-    assert_eq!(views.len(), READER_MAPPINGS_PER_SLOT);
-    assert_eq!(refused, 10_000 - READER_MAPPINGS_PER_SLOT);
-    assert_eq!(
-        views[READER_MAPPINGS_PER_SLOT - 1].read_u64(nc_offset(0, 1)),
-        3
-    );
+    assert_eq!(views.len(), MAPPINGS_PER_VIEW);
+    assert_eq!(refused, 10_000 - MAPPINGS_PER_VIEW);
+    assert_eq!(views[MAPPINGS_PER_VIEW - 1].read_u64(nc_offset(0, 1)), 3);
     // At the bound, splitting one of them (unmapping a page inside it) is refused too.
     // SAFETY: one page in the middle of our own mapping.
     let split = unsafe { libc::munmap(views[0].addr().add(8 * 4096).cast(), 4096) };
@@ -374,7 +367,7 @@ fn a_reader_window_has_at_most_1024_vmas_and_the_next_owner_still_gets_the_slot(
     drop((views, moved));
     let producer = Producer::start(DEVICE, &[]).unwrap();
     let info = acquire(&file, producer.pid).unwrap();
-    let again: Vec<Mapping> = (0..READER_MAPPINGS_PER_SLOT)
+    let again: Vec<Mapping> = (0..MAPPINGS_PER_VIEW)
         .map(|n| {
             Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset)
                 .unwrap_or_else(|e| panic!("mapping {n} after all were unmapped: {e}"))

@@ -369,3 +369,286 @@ fn a_handed_descriptor_stays_read_only_and_in_its_tenure_for_another_uid() {
     assert!(owner.stop().success());
     assert_ended_then_nothing(&mut probe, 9);
 }
+
+/// A set-uid-root copy of `ds-tenure`, as a privileged runtime would be installed; removed
+/// when dropped.
+struct SetUidCopy(&'static str);
+
+impl SetUidCopy {
+    fn new(path: &'static str) -> Self {
+        std::fs::copy(helper_path("ds-tenure"), path).unwrap();
+        std::os::unix::fs::chown(path, Some(0), Some(0)).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        Self(path)
+    }
+}
+
+impl Drop for SetUidCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
+/// The bytes of `word` that are not zero.
+fn nonzero_bytes(word: u64) -> u64 {
+    word.to_ne_bytes().iter().filter(|b| **b != 0).count() as u64
+}
+
+#[test]
+fn a_shared_description_maps_nothing_of_a_set_uid_image_for_its_old_uid() {
+    let _node = WorldWritableNode::new(DEVICE);
+    let privileged = SetUidCopy::new("/tmp/ds-tenure-setuid-shared");
+    // A uid 1000 owner whose child shares its open file (no O_CLOEXEC) and executes a
+    // set-uid-root program, which ACQUIREs and writes its own slab through that file: the
+    // file then holds a grant the privileged image made.
+    let mut owner = Actor::start("uid:1000", "fork-exec", &["0", privileged.0, "21", "777"]);
+    assert!(owner.hello.starts_with("ready "), "{}", owner.hello);
+    let mut line = String::new();
+    owner.stdout.read_line(&mut line).unwrap();
+    let mut words = line.split_whitespace();
+    assert_eq!(words.next(), Some("reacquired"), "{line}");
+    let offset: u64 = words.next().unwrap().parse().unwrap();
+    assert_eq!(
+        words.next(),
+        Some("euid=0"),
+        "the child runs privileged: {line}"
+    );
+    // The read rule refuses the old uid the privileged image, by any ACQUIRE...
+    let child = slots()[offset_slot(offset)].pid;
+    let refused = Actor::start("uid:1000", "watch", &["0", &child.to_string()]);
+    assert_eq!(refused.hello, "acquire=EPERM");
+    // ... and by the grant in the file it shares with it: the mmap checks who maps.
+    let answer = owner.ask(&format!("map-reader {offset}")).unwrap();
+    assert_eq!(
+        answer, "map-reader EPERM counter=-1",
+        "the old uid read the privileged image"
+    );
+    // Root may (CAP_SYS_PTRACE), and sees the privileged image's marker.
+    let root = Actor::start("root", "watch", &["0", &child.to_string()]);
+    assert!(root.hello.starts_with("watching 777 "), "{}", root.hello);
+    drop(root);
+    assert!(owner.stop().success());
+}
+
+#[test]
+fn reader_mappings_kept_across_sixteen_ended_tenures_leave_every_later_owner_readable() {
+    let _node = WorldWritableNode::new(DEVICE);
+    // A uid 1000 squatter maps its own reader window as often as a view allows, in each of
+    // sixteen tenures, one per slot, and keeps every mapping.
+    let squatter = Actor::start(
+        "uid:1000",
+        "squat",
+        &["0", &SLOTS.to_string(), &MAPPINGS_PER_VIEW.to_string()],
+    );
+    assert!(
+        squatter.hello.starts_with("squatting "),
+        "{}",
+        squatter.hello
+    );
+    let slots_squatted: std::collections::BTreeSet<&str> =
+        squatter.hello["squatting ".len()..].split(',').collect();
+    assert_eq!(slots_squatted.len(), SLOTS, "{}", squatter.hello);
+    // Every later owner, of another uid, on every slot: root and its own uid read it.
+    let owners = take_every_slot(0x5EA7);
+    for owner in &owners {
+        for reader in ["root", "uid:1001"] {
+            let watcher = Actor::start(reader, "watch", &["0", &owner.pid.to_string()]);
+            assert!(
+                watcher.hello.starts_with(&format!("watching {} ", 0x5EA7)),
+                "{reader} on slot {}: {}",
+                offset_slot(owner.offset()),
+                watcher.hello
+            );
+        }
+    }
+    drop(owners);
+    assert!(squatter.stop().success());
+}
+
+#[test]
+fn an_owners_windows_are_bounded_per_view() {
+    // However many times an owner maps a window of its slab, in one process or (with CLONE_VM)
+    // several: past the bound the mmap is refused, so ending the view stays short.
+    for window in ["owner", "reader"] {
+        let owner = Actor::start(
+            "root",
+            "map-many",
+            &["0", window, &(2 * MAPPINGS_PER_VIEW).to_string()],
+        );
+        assert_eq!(
+            owner.hello,
+            format!("mapped {MAPPINGS_PER_VIEW} then=errno{}", libc::ENOMEM),
+            "{window}"
+        );
+    }
+}
+
+#[test]
+fn a_root_owner_that_lowers_its_privileges_and_executes_leaves_nothing_for_its_new_uid() {
+    let _node = WorldWritableNode::new(DEVICE);
+    let success = || {
+        sysfs_counter(0, "status", "success", "total")
+            + sysfs_counter(1, "status", "success", "total")
+    };
+    for (mode, new_image) in [("after-exec-idle", 0), ("after-exec", 666)] {
+        // Root writes its marker into two counters (success on cores 0 and 1)...
+        let before = success();
+        let mut owner = Actor::start("root", "drop-exec", &["0", "555"]);
+        assert!(owner.hello.starts_with("ready "), "{}", owner.hello);
+        let pid = owner.pid.to_string();
+        // ... becomes uid 1000, executes, and keeps its file open: dumpable again.
+        let answer = owner.ask(&format!("exec {mode} 666")).unwrap();
+        let mut reader = Actor::start("uid:1000", "watch", &["0", &pid]);
+        if new_image == 0 {
+            assert_eq!(answer, "idle euid=1000");
+            // Root's tenure ended with the image that wrote it: nothing to read.
+            assert_eq!(reader.hello, "acquire=ENOENT");
+        } else {
+            assert!(answer.starts_with("reacquired "), "{answer}");
+            assert!(answer.ends_with(" euid=1000"), "{answer}");
+            // The new image writes into a zeroed slab: its marker, nothing of root's.
+            assert!(
+                reader.hello.starts_with("watching 666 "),
+                "{}",
+                reader.hello
+            );
+            let scan = reader.scan();
+            assert_eq!(scan.counter, 666);
+            assert_eq!(
+                scan.nonzero,
+                nonzero_bytes(666) + nonzero_bytes(scan.generation),
+                "only the new image's marker and the generation: {scan:?}"
+            );
+        }
+        drop(reader);
+        let owner_pid = owner.pid;
+        assert!(owner.stop().success());
+        eventually("the owner's slabs are released", || {
+            slots().iter().all(|row| row.pid != owner_pid)
+        });
+        // Each tenure counted once, exactly: root's two 555, the new image's 666.
+        assert_eq!(success() - before, 2 * 555 + new_image, "{mode}");
+    }
+}
+
+#[test]
+fn posts_are_read_only_through_a_file_opened_with_perfmon() {
+    const CAP_PERFMON: u32 = 38;
+    let _node = WorldWritableNode::new(DEVICE);
+    let plain = Actor::start("uid:1001", "posts", &["0"]);
+    assert_eq!(
+        plain.hello,
+        format!("posts read=EPERM poll={}", libc::POLLERR),
+        "a post carries single processes' values"
+    );
+    for identity in [format!("uid:1001+cap:{CAP_PERFMON}"), "root".to_owned()] {
+        let monitor = Actor::start(&identity, "posts", &["0"]);
+        assert!(
+            !monitor.hello.contains("EPERM")
+                && !monitor.hello.ends_with(&format!("poll={}", libc::POLLERR)),
+            "{identity}: {}",
+            monitor.hello
+        );
+    }
+}
+
+/// `struct clone_args` of `clone3(2)`.
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// Starts a process with pid `pid` (`clone3`'s `set_tid`, as checkpoint-restore tools do)
+/// that waits until it is killed; `None` if the number is taken.
+fn start_with_pid(pid: i32) -> Option<i32> {
+    let tids = [pid];
+    let args = CloneArgs {
+        exit_signal: libc::SIGCHLD as u64,
+        set_tid: tids.as_ptr() as u64,
+        set_tid_size: 1,
+        ..CloneArgs::default()
+    };
+    // SAFETY: a clone without CLONE_VM: the child has a copy of the address space, in which it
+    // only waits for signals until it is killed.
+    let child = unsafe { libc::syscall(libc::SYS_clone3, &args, std::mem::size_of::<CloneArgs>()) };
+    match child {
+        0 => loop {
+            // SAFETY: waits for a signal; the child never returns from here.
+            unsafe { libc::pause() };
+        },
+        -1 => None,
+        child => Some(child as i32),
+    }
+}
+
+#[test]
+fn an_exited_owner_does_not_answer_for_its_reused_pid_number() {
+    use neuron_ds_guest_tests::module_control::{reload_with, Restore};
+    let _restore = Restore;
+    // Without the metrics worker only an ACQUIRE of one's own slab reaps a dead owner.
+    reload_with(&["metrics_period_ms=0"]);
+    let file = open_device(DEVICE).unwrap();
+    // A child owns a slab through our file, writes a marker and exits: the file lives on, so
+    // no close releases the slab, whose owner is a dead group.
+    // SAFETY: the child only makes system calls and then `_exit`s.
+    let dead = unsafe { libc::fork() };
+    if dead == 0 {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let owned =
+            acquire(&file, 0).and_then(|info| Mapping::new(&file, SLAB_SIZE, rw, info.mmap_offset));
+        let code = match owned {
+            Ok(slab) => {
+                slab.write_u64(nc_offset(0, 1), 4242);
+                0
+            }
+            Err(_) => 1,
+        };
+        // SAFETY: ends the child without running the test harness's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: reaping our own child: its number is free from now on.
+    unsafe { libc::waitpid(dead, &mut status, 0) };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{status:#x}"
+    );
+    assert!(
+        slots().iter().any(|row| row.pid == dead),
+        "the dead owner keeps its slot until it is reaped"
+    );
+    // Its number goes to a new process, which owns nothing: ACQUIRE by that number (root may
+    // read anyone's) finds nothing, not the dead owner's slab.
+    let heir = start_with_pid(dead).expect("the reaped number is free");
+    let found = acquire(&file, dead);
+    // SAFETY: killing and reaping our own child.
+    unsafe {
+        libc::kill(heir, libc::SIGKILL);
+        libc::waitpid(heir, &mut status, 0);
+    }
+    assert_eq!(
+        errno(found),
+        libc::ENOENT,
+        "a dead owner answered for its number"
+    );
+    // Our own ACQUIRE reaps the dead owner, with what it counted.
+    let before = sysfs_counter(0, "status", "success", "present");
+    acquire(&file, 0).unwrap();
+    assert!(slots().iter().all(|row| row.pid != dead));
+    assert_eq!(
+        sysfs_counter(0, "status", "success", "present"),
+        before + 4242
+    );
+    release(&file, 0).unwrap();
+}

@@ -9,14 +9,31 @@
 //! * `watch DEVICE PID`: maps PID's slab read-only and reads it; prints `watching <counter>
 //!   <generation>`, or `acquire=<errno>` if the ACQUIRE is refused.
 //! * `map DEVICE PID`: maps PID's slab read-only without touching it; prints `mapped`.
-//! * `squat DEVICE N`: N times: ACQUIRE its own slab, map the slot's reader window and read it,
-//!   RELEASE, keeping every file and mapping; prints `squatting <slots>`.
+//! * `squat DEVICE N [MAPS]`: N times: ACQUIRE its own slab, map the slot's reader window MAPS
+//!   times (1 if not given) and read it, RELEASE, keeping every file and mapping; prints
+//!   `squatting <slots>`.
+//! * `map-many DEVICE WINDOW N`: ACQUIREs its own slab and maps its `reader` or `owner` WINDOW
+//!   up to N times, keeping every mapping; prints `mapped <count> then=<outcome>`, the outcome
+//!   of the mapping that failed (`ok` if none did).
 //! * `exec-owner DEVICE MARKER`: like `hold`, then on `exec PATH MARKER2` executes PATH as
 //!   `ds-tenure - after-exec FD MARKER2` with its device file kept open.
 //! * `thread-exec DEVICE MARKER`: like `hold`, then on `exec` a second thread executes this
 //!   program as `after-exec` (the thread becomes the group leader).
 //! * `after-exec FD MARKER`: the image after such an exec: ACQUIREs its own slab through the
 //!   inherited file FD, maps it and writes MARKER; prints `reacquired <offset> euid=<euid>`.
+//! * `after-exec-idle FD`: an image after such an exec that keeps the inherited file FD and
+//!   does nothing with it; prints `idle euid=<euid>`.
+//! * `drop-exec DEVICE MARKER`: like `hold` (run as root), also writing MARKER into counter 1
+//!   of core 1; then on `exec MODE MARKER2` it becomes uid 1000 (real, effective and saved)
+//!   and executes this program's MODE (`after-exec` or `after-exec-idle`) with its device
+//!   file kept open.
+//! * `fork-exec DEVICE PATH MARKER MARKER2`: like `hold`, then starts PATH as `ds-tenure -
+//!   after-exec FD MARKER2` in a child that shares its device file (the open file description,
+//!   not a copy: a fork's); the child's line follows `ready`. Answers `map-reader <offset>`
+//!   by mapping the reader's window of the slot of `<offset>` through that shared file:
+//!   `map-reader <outcome> counter=<counter 1 of core 0, or -1>`.
+//! * `posts DEVICE`: opens DEVICE and tries to read one metric post and to poll for one;
+//!   prints `posts read=<outcome> poll=<revents>`.
 //! * `pidns DEVICE PID`: in a new pid namespace, tries to ACQUIRE PID and reads the slot table;
 //!   prints `pidns acquire=<outcome> listed=<whether PID appears in the table>`.
 //! * `cycle DEVICE`: owns and releases a slab over and over, writing into each tenure its own
@@ -124,12 +141,18 @@ fn own(file: &File, marker: u64) -> io::Result<(Mapping, u64)> {
 
 /// Executes this program's `after-exec` mode at `path`, keeping `file` open across it.
 fn exec_after(path: &str, file: &File, marker: &str) -> io::Error {
+    exec_mode(std::path::Path::new(path), "after-exec", file, marker)
+}
+
+/// Executes this program's `mode` (`after-exec`, `after-exec-idle`) at `path`, keeping `file`
+/// open across it.
+fn exec_mode(path: &std::path::Path, mode: &str, file: &File, marker: &str) -> io::Error {
     kcov::end_thread();
     let fd = file.as_raw_fd();
     // SAFETY: clearing FD_CLOEXEC on a descriptor this process owns.
     unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
     Command::new(path)
-        .args(["-", "after-exec", &fd.to_string(), marker])
+        .args(["-", mode, &fd.to_string(), marker])
         .exec()
 }
 
@@ -232,27 +255,123 @@ fn run(mode: &str, args: &[String]) -> io::Result<()> {
         }
         "squat" => {
             let device: usize = arg(0).parse().unwrap_or(0);
-            let mut kept = Vec::new();
+            let maps: usize = arg(2).parse().unwrap_or(1);
+            let mut files = Vec::new();
+            let mut views = Vec::new();
             let mut slots = Vec::new();
             for _ in 0..arg(1).parse().unwrap_or(0) {
                 let file = open_device(&device_path(device))?;
                 let info = acquire(&file, 0)?;
                 let slot = neuron_ds_guest_tests::offset_slot(info.mmap_offset);
                 // The reader's window of its own slot, through its owner grant.
-                let view = Mapping::new(
-                    &file,
-                    SLAB_SIZE,
-                    libc::PROT_READ,
-                    slab_offset(device, slot, false),
-                )?;
-                view.read_u64(GENERATION_OFFSET);
+                for _ in 0..maps {
+                    let view = Mapping::new(
+                        &file,
+                        SLAB_SIZE,
+                        libc::PROT_READ,
+                        slab_offset(device, slot, false),
+                    )?;
+                    view.read_u64(GENERATION_OFFSET);
+                    views.push(view);
+                }
                 release(&file, 0)?;
                 slots.push(slot.to_string());
-                kept.push((file, view));
+                files.push(file);
             }
             say(&format!("squatting {}", slots.join(",")))?;
-            let (_files, views): (Vec<File>, Vec<Mapping>) = kept.into_iter().unzip();
             serve(&views, |_| Ok(()))
+        }
+        "map-many" => {
+            let device: usize = arg(0).parse().unwrap_or(0);
+            let file = open_device(&device_path(device))?;
+            let info = acquire(&file, 0)?;
+            let owner = arg(1) == "owner";
+            let offset = slab_offset(
+                device,
+                neuron_ds_guest_tests::offset_slot(info.mmap_offset),
+                owner,
+            );
+            let prot = if owner { RW } else { libc::PROT_READ };
+            let mut views = Vec::new();
+            let mut then = "ok".to_owned();
+            for _ in 0..arg(2).parse().unwrap_or(0) {
+                match Mapping::new(&file, SLAB_SIZE, prot, offset) {
+                    Ok(view) => views.push(view),
+                    Err(e) => {
+                        then = errno_name(&e);
+                        break;
+                    }
+                }
+            }
+            say(&format!("mapped {} then={then}", views.len()))?;
+            serve(&views, |_| Ok(()))
+        }
+        "drop-exec" => {
+            let file = open_device(&device_path(arg(0).parse().unwrap_or(0)))?;
+            let marker = arg(1).parse().unwrap_or(0);
+            let (slab, offset) = own(&file, marker)?;
+            slab.write_u64(nc_offset(1, 1), marker);
+            say(&format!("ready {offset}"))?;
+            serve(&[slab], |command| {
+                match command.split_whitespace().collect::<Vec<_>>()[..] {
+                    ["exec", mode, marker] => {
+                        Identity::User(1000).assume()?;
+                        Err(exec_mode(&std::env::current_exe()?, mode, &file, marker))
+                    }
+                    _ => Ok(()),
+                }
+            })
+        }
+        "fork-exec" => {
+            let device: usize = arg(0).parse().unwrap_or(0);
+            let file = open_device(&device_path(device))?;
+            let (slab, offset) = own(&file, arg(2).parse().unwrap_or(0))?;
+            say(&format!("ready {offset}"))?;
+            // SAFETY: clearing FD_CLOEXEC on a descriptor this process owns: the child shares
+            // it, as a forked child shares its parent's files.
+            unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFD, 0) };
+            // Its standard input is a pipe of ours: it ends when we do.
+            let _child = Command::new(arg(1))
+                .args(["-", "after-exec", &file.as_raw_fd().to_string(), arg(3)])
+                .stdin(std::process::Stdio::piped())
+                .spawn()?;
+            serve(&[slab], |command| {
+                match command.split_whitespace().collect::<Vec<_>>()[..] {
+                    ["map-reader", offset] => {
+                        let slot = neuron_ds_guest_tests::offset_slot(offset.parse().unwrap_or(0));
+                        let view = Mapping::new(
+                            &file,
+                            SLAB_SIZE,
+                            libc::PROT_READ,
+                            slab_offset(device, slot, false),
+                        );
+                        let counter = view
+                            .as_ref()
+                            .map_or(-1, |view| view.read_u64(marker_offset()) as i64);
+                        say(&format!("map-reader {} counter={counter}", outcome(&view)))
+                    }
+                    _ => Ok(()),
+                }
+            })
+        }
+        "posts" => {
+            let stream =
+                neuron_ds_guest_tests::open_posts(&device_path(arg(0).parse().unwrap_or(0)))?;
+            let mut post = [0u8; nds_abi::metrics::METRIC_POST_SIZE];
+            let read = io::Read::read(&mut &stream, &mut post);
+            let mut pfd = libc::pollfd {
+                fd: stream.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, for the call only.
+            unsafe { libc::poll(&mut pfd, 1, 0) };
+            say(&format!(
+                "posts read={} poll={}",
+                outcome(&read),
+                pfd.revents
+            ))?;
+            serve(&[], |_| Ok(()))
         }
         "exec-owner" | "thread-exec" => {
             let file = open_device(&device_path(arg(0).parse().unwrap_or(0)))?;
@@ -289,6 +408,14 @@ fn run(mode: &str, args: &[String]) -> io::Result<()> {
             let euid = unsafe { libc::geteuid() };
             say(&format!("reacquired {offset} euid={euid}"))?;
             serve(&[slab], |_| Ok(()))
+        }
+        "after-exec-idle" => {
+            // SAFETY: the descriptor was kept open across the exec for this image.
+            let _file = unsafe { File::from_raw_fd(arg(0).parse().unwrap_or(-1)) };
+            // SAFETY: geteuid has no preconditions.
+            let euid = unsafe { libc::geteuid() };
+            say(&format!("idle euid={euid}"))?;
+            serve(&[], |_| Ok(()))
         }
         "pidns" => {
             let device: usize = arg(0).parse().unwrap_or(0);
