@@ -440,8 +440,9 @@ impl Readers {
         for _ in 0..count {
             let mut commands = [0; 2];
             let mut answers = [0; 2];
-            // SAFETY: two-element arrays for pipe's two descriptors.
+            // SAFETY: pipe writes its two descriptors into `commands`, which has room for two.
             check(unsafe { libc::pipe(commands.as_mut_ptr()) }, "pipe")?;
+            // SAFETY: as above, into `answers`.
             check(unsafe { libc::pipe(answers.as_mut_ptr()) }, "pipe")?;
             // SAFETY: this process is single-threaded; the child only makes system calls and
             // leaves with `_exit`.
@@ -591,8 +592,9 @@ impl Holders {
         for _ in 0..count {
             let mut ready = [0; 2];
             let mut hold = [0; 2];
-            // SAFETY: two-element arrays for pipe's two descriptors.
+            // SAFETY: pipe writes its two descriptors into `ready`, which has room for two.
             check(unsafe { libc::pipe(ready.as_mut_ptr()) }, "pipe")?;
+            // SAFETY: as above, into `hold`.
             check(unsafe { libc::pipe(hold.as_mut_ptr()) }, "pipe")?;
             // SAFETY: this process is single-threaded; the child only makes system calls and
             // leaves with `_exit`.

@@ -164,11 +164,9 @@ pub(crate) struct PipeWaiter {
 impl PipeWaiter {
     pub(crate) fn new(period: Duration) -> Result<Self> {
         let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors.
-        check(
-            unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) },
-            "pipe2",
-        )?;
+        // SAFETY: pipe2 writes its two descriptors into `fds`, which has room for two.
+        let created = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+        check(created, "pipe2")?;
         // SAFETY: both descriptors were just created and are owned by nothing else.
         let (read_end, mut write_end) =
             unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };

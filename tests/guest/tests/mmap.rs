@@ -238,11 +238,9 @@ fn an_ended_view_shows_the_tenure_as_it_ended_or_zeros_never_a_partly_zeroed_sla
 fn thread_minor_faults() -> i64 {
     // SAFETY: an all-zero `rusage` is valid; getrusage fills it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid destination.
-    assert_eq!(
-        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) },
-        0
-    );
+    // SAFETY: `usage` is a live, writable `rusage`, the one thing getrusage writes.
+    let status = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    assert_eq!(status, 0);
     usage.ru_minflt
 }
 

@@ -1,13 +1,11 @@
 //! Slabs for the host benchmarks, the full counter snapshot, and the `memcpy` reference.
 
-use std::ffi::c_void;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
 
+use memmap2::{MmapOptions, MmapRaw};
 use nds::{Backend, Producer, Reader};
 use nds_abi::counters::{NDS_ND_COUNTER_COUNT, NDS_TOTAL_NC_COUNTER_COUNT};
 use nds_abi::layout::{NDS_REQUIRED_SIZE, NDS_TOTAL_NEURONCORE_COUNT, NEURON_DATASTORE_SIZE};
@@ -106,9 +104,12 @@ pub fn snapshot_counters(
 }
 
 /// A read-only shared mapping of a slab's 67,200-byte region map: the `memcpy` reference.
+///
+/// The mapping hands out a raw pointer only: no Rust reference to memory the producer writes
+/// is ever formed (it is only read by `memcpy`).
 #[derive(Debug)]
 pub struct RegionMap {
-    addr: NonNull<c_void>,
+    map: MmapRaw,
 }
 
 impl RegionMap {
@@ -119,45 +120,25 @@ impl RegionMap {
     /// When the file cannot be opened or mapped.
     pub fn open(path: &Path) -> io::Result<Self> {
         let file = File::open(path)?;
-        // SAFETY: a fresh read-only shared mapping at an address the kernel chooses; no Rust
-        // reference to it is ever formed (it is only read by `memcpy`).
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                NDS_REQUIRED_SIZE,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        NonNull::new(addr)
-            .map(|addr| Self { addr })
-            .ok_or_else(|| io::Error::other("mmap returned NULL"))
+        let map = MmapOptions::new()
+            .len(NDS_REQUIRED_SIZE)
+            .map_raw_read_only(&file)?;
+        Ok(Self { map })
     }
 
     /// Copies the whole region map into `out` with the C library's `memcpy`, as a reader that
     /// trusts no layout would.
     pub fn copy_to(&self, out: &mut [u8; NDS_REQUIRED_SIZE]) {
-        // SAFETY: the source is `NDS_REQUIRED_SIZE` mapped, readable bytes; `out` has as many
-        // and does not overlap a fresh mapping. Concurrent writers only change byte values.
+        // SAFETY: the source is the `NDS_REQUIRED_SIZE` readable bytes mapped in `open`, alive
+        // as long as `self`; `out` has as many and cannot overlap a mapping of a file.
+        // Concurrent writers only change byte values.
         unsafe {
             libc::memcpy(
                 out.as_mut_ptr().cast(),
-                self.addr.as_ptr(),
+                self.map.as_ptr().cast(),
                 NDS_REQUIRED_SIZE,
             );
         }
-    }
-}
-
-impl Drop for RegionMap {
-    fn drop(&mut self) {
-        // SAFETY: exactly the mapping created in `open`, unmapped once.
-        unsafe { libc::munmap(self.addr.as_ptr(), NDS_REQUIRED_SIZE) };
     }
 }
 
@@ -165,7 +146,7 @@ impl Drop for RegionMap {
 /// slab without the client library: what an increment costs on that memory, no API around it.
 #[derive(Debug)]
 pub struct MappedWord {
-    addr: NonNull<c_void>,
+    map: MmapRaw,
     offset: usize,
 }
 
@@ -180,24 +161,10 @@ impl MappedWord {
             .offset()
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
         let file = File::options().read(true).write(true).open(path)?;
-        // SAFETY: a fresh shared mapping at an address the kernel chooses; it is only accessed
-        // through the atomic handed out by `word`.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                NEURON_DATASTORE_SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        NonNull::new(addr)
-            .map(|addr| Self { addr, offset })
-            .ok_or_else(|| io::Error::other("mmap returned NULL"))
+        let map = MmapOptions::new()
+            .len(NEURON_DATASTORE_SIZE)
+            .map_raw(&file)?;
+        Ok(Self { map, offset })
     }
 
     /// The counter word.
@@ -206,14 +173,7 @@ impl MappedWord {
         // SAFETY: `offset` is a counter's offset, inside the mapping and 8-aligned (the mapping
         // is page-aligned); the mapping lives as long as `self`, and every access to slab
         // words is atomic.
-        unsafe { AtomicU64::from_ptr(self.addr.as_ptr().cast::<u8>().add(self.offset).cast()) }
-    }
-}
-
-impl Drop for MappedWord {
-    fn drop(&mut self) {
-        // SAFETY: exactly the mapping created in `open`, unmapped once.
-        unsafe { libc::munmap(self.addr.as_ptr(), NEURON_DATASTORE_SIZE) };
+        unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(self.offset).cast()) }
     }
 }
 

@@ -12,10 +12,11 @@
 //! <out>/completions/fish/<tool>.fish
 //! ```
 
+use std::fmt::Write as _;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Command;
 use clap_complete::Shell;
@@ -53,7 +54,10 @@ pub fn man_pages(tool: &Command) -> io::Result<Vec<Generated>> {
     // Building gives subcommands their display names (`nds-loadgen-run`).
     tool.build();
     let see_also = see_also(tool.get_name());
-    let date = page_date();
+    let date = footer_date(
+        std::env::var("SOURCE_DATE_EPOCH").ok().as_deref(),
+        SystemTime::now(),
+    );
     let mut pages = Vec::new();
     let mut pending = vec![tool];
     while let Some(command) = pending.pop() {
@@ -79,39 +83,28 @@ pub fn man_pages(tool: &Command) -> io::Result<Vec<Generated>> {
     Ok(pages)
 }
 
-/// The date in the pages' footers: `SOURCE_DATE_EPOCH` when set (reproducible builds set it
-/// to the last commit's time), else today.
-fn page_date() -> String {
-    let seconds = std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|value| value.parse::<u64>().ok())
-        .unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |elapsed| elapsed.as_secs())
-        });
-    let (year, month, day) = civil_date(seconds / 86_400);
-    format!("{year:04}-{month:02}-{day:02}")
+/// The date in the pages' footers: the day of `source_date_epoch` (the variable
+/// `SOURCE_DATE_EPOCH`, which reproducible builds set to the last commit's time) when it is
+/// seconds since 1970 that fall before the year 10000, else the day of `now`.
+fn footer_date(source_date_epoch: Option<&str>, now: SystemTime) -> String {
+    source_date_epoch
+        .and_then(|value| value.parse().ok())
+        .and_then(|seconds| UNIX_EPOCH.checked_add(Duration::from_secs(seconds)))
+        .and_then(utc_day)
+        .or_else(|| utc_day(now))
+        // A clock set before 1970.
+        .unwrap_or_else(|| "1970-01-01".to_owned())
 }
 
-/// The proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's
-/// `civil_from_days`, for days on or after the epoch).
-fn civil_date(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+/// `time`'s day in UTC, `YYYY-MM-DD`: the date of humantime's RFC 3339 timestamp, which it
+/// writes for the years 1970 to 9999 only.
+fn utc_day(time: SystemTime) -> Option<String> {
+    // Before 1970 humantime would panic; after 9999 it fails to write.
+    time.duration_since(UNIX_EPOCH).ok()?;
+    let mut stamp = String::new();
+    write!(stamp, "{}", humantime::format_rfc3339_seconds(time)).ok()?;
+    stamp.truncate("YYYY-MM-DD".len());
+    Some(stamp)
 }
 
 /// A roff "SEE ALSO" section naming the other tools' pages.

@@ -1,7 +1,6 @@
 //! `nds-dist`: writes the manual pages and shell completions of the neuron-ds tools.
 //!
-//! A binary only, like the tools: clap lives in binaries, and this one compiles the tools'
-//! command-line modules (see `tools`) next to its own.
+//! A binary only: it takes each tool's command line from the tool's crate (see `tools`).
 
 // Floor 0: the tools' command lines.
 mod tools;

@@ -199,11 +199,10 @@ fn as_process_one_it_stays_init_and_passes_sigterm_on() {
     let entrypoint = children(unshare.id());
     assert_eq!(entrypoint.len(), 1, "{entrypoint:?}");
     let started = std::time::Instant::now();
-    // SAFETY: kill has no memory effects.
-    assert_eq!(
-        unsafe { libc::kill(entrypoint[0] as i32, libc::SIGTERM) },
-        0
-    );
+    // SAFETY: kill reads no memory of ours. The pid cannot name another process: it is
+    // unshare's child, which unshare has not reaped yet (it is waiting for it).
+    let signalled = unsafe { libc::kill(entrypoint[0] as i32, libc::SIGTERM) };
+    assert_eq!(signalled, 0);
     let status = unshare.wait().unwrap();
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     // unshare ends as its child did: 128 + SIGTERM, the monitor's end.

@@ -24,7 +24,8 @@ use http_body_util::{BodyExt, Empty, LengthLimitError, Limited};
 use hyper::body::Bytes;
 use hyper::client::conn::http1;
 use hyper::header::{CONNECTION, CONTENT_LENGTH, HOST};
-use hyper::{Method, Request};
+use hyper::http::uri::Scheme;
+use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
@@ -152,24 +153,31 @@ struct Endpoint {
 }
 
 impl Endpoint {
+    /// `url` read by http's URI parser: the scheme `http`, an authority that is a host
+    /// (a name, an IPv4 address or a bracketed IPv6 one) with or without a port, and no more
+    /// than a `/` after it.
     fn parse(url: &str) -> Result<Self, MetadataError> {
         let bad = || MetadataError::BadEndpoint(url.to_owned());
-        let rest = url.strip_prefix("http://").ok_or_else(bad)?;
-        let host = rest.strip_suffix('/').unwrap_or(rest);
-        let valid = |c: char| c.is_ascii_alphanumeric() || ".-:[]_".contains(c);
-        if host.is_empty() || !host.chars().all(valid) {
+        // The parser drops a fragment without a word; an endpoint has none.
+        if url.contains('#') {
             return Err(bad());
         }
-        // A port is what follows the last ':' outside an IPv6 literal's brackets.
-        let has_port = host
-            .rsplit_once(':')
-            .is_some_and(|(_, port)| !port.contains(']'));
-        let authority = if has_port {
-            host.to_owned()
-        } else {
-            format!("{host}:80")
+        let uri: Uri = url.parse().map_err(|_| bad())?;
+        let bare = uri.path_and_query().is_none_or(|rest| rest == "/");
+        let authority = match uri.authority() {
+            Some(authority) if uri.scheme() == Some(&Scheme::HTTP) && bare => authority,
+            _ => return Err(bad()),
         };
-        Ok(Self { authority })
+        let host = authority.host();
+        // After the host, only `:port` may follow (a user before it is refused too).
+        let port = match authority.as_str().strip_prefix(host) {
+            Some("") => 80,
+            Some(_) => authority.port_u16().ok_or_else(bad)?,
+            None => return Err(bad()),
+        };
+        Ok(Self {
+            authority: format!("{host}:{port}"),
+        })
     }
 
     /// One request with one extra header; the status and the body. Everything from name
@@ -485,15 +493,43 @@ mod tests {
             Endpoint::parse("http://[::1]:9").unwrap().authority,
             "[::1]:9"
         );
+        // The scheme is case-insensitive; the host is kept as written.
+        assert_eq!(
+            Endpoint::parse("HTTP://Metadata.Local").unwrap().authority,
+            "Metadata.Local:80"
+        );
         for bad in [
             "https://x",
             "ftp://x",
             "http://",
+            "http:///",
+            "http:x",
+            "x",
             "http://a b",
             "http://x/y",
+            "http://x?y",
+            "http://x/?",
+            "http://x#f",
+            "http://x/#",
+            "http://user@x",
+            "http://user:secret@x:80",
+            "http://x:",
+            "http://x:http",
+            "http://x:65536",
+            "http://[::1",
+            "http://[::1]x",
+            "http://x%41",
         ] {
             assert!(bad.parse::<MetadataSetting>().is_err(), "{bad}");
+            assert_eq!(
+                Endpoint::parse(bad).unwrap_err().to_string(),
+                format!("{bad:?} is not auto, off or an http://host[:port] endpoint")
+            );
         }
+        assert_eq!(
+            Endpoint::parse("http://x:65535").unwrap().authority,
+            "x:65535"
+        );
         assert_eq!(
             "off".parse::<MetadataSetting>().unwrap(),
             MetadataSetting::Off

@@ -1,6 +1,6 @@
-//! The command line of the `nds-loadgen` tool, a module of its binary (the library carries no CLI
-//! dependency). `nds-dist` compiles this same file by path to generate the manual page and
-//! shell completions from these definitions.
+//! The command line of the `nds-loadgen` tool: its binary parses it, and `nds-dist` generates the
+//! manual page and shell completions from the same definitions. Built with the `cli` feature
+//! only, so the library without it carries no CLI dependency.
 
 use std::num::NonZeroU64;
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use nds_sysfs::{DEFAULT_MODULE_DIR, DEFAULT_SYSFS_ROOT};
 
-use nds_loadgen::mix::DEFAULT_MIX;
+use crate::mix::DEFAULT_MIX;
 
 /// Load generator for the Neuron DataStore.
 #[derive(Debug, Parser)]

@@ -32,6 +32,9 @@ pub mod workload;
 pub mod producer;
 // Floor 5: the processes of all of them.
 pub mod orchestrator;
+// Floor 6: the nds-loadgen tool's command line.
+#[cfg(feature = "cli")]
+pub mod cli;
 
 pub use error::{Error, Result};
 pub use mix::StatusMix;

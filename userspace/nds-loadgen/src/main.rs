@@ -1,13 +1,11 @@
 //! `nds-loadgen`: producer processes that play inference runtimes on the Neuron DataStore.
 
-mod cli;
-
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use cli::{Cli, Command, RunArgs};
+use nds_loadgen::cli::{Cli, Command, RunArgs};
 use nds_loadgen::compare::{compare, render, Baseline};
 use nds_loadgen::orchestrator::{self, RunOptions, Slabs};
 use nds_loadgen::spec::StreamLength;

@@ -210,7 +210,7 @@ impl<'a> Workload<'a> {
             }
             self.execute(index)?;
             index += 1;
-            if index % CHURN_EVERY == 0 {
+            if index.is_multiple_of(CHURN_EVERY) {
                 self.churn()?;
             }
             if let Some(interval) = interval.filter(|_| rate > 0) {

@@ -1,6 +1,6 @@
-//! The command line of the `nds-ls` tool, a module of its binary (the library carries no CLI
-//! dependency). `nds-dist` compiles this same file by path to generate the manual page and
-//! shell completions from these definitions.
+//! The command line of the `nds-ls` tool: its binary parses it, and `nds-dist` generates the
+//! manual page and shell completions from the same definitions. Built with the `cli` feature
+//! only, so the library without it carries no CLI dependency.
 
 use std::path::PathBuf;
 

@@ -26,6 +26,9 @@ pub mod listing;
 // Floor 2: the outputs.
 pub mod json;
 pub mod table;
+// Floor 3: the nds-ls tool's command line.
+#[cfg(feature = "cli")]
+pub mod cli;
 
 pub use error::{Error, Result};
 pub use json::render_json;

@@ -1,12 +1,10 @@
 //! `nds-ls`: the devices and the processes holding a datastore slab, like neuron-ls.
 
-mod cli;
-
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
-use cli::{Cli, OutputFormat};
+use nds_ls::cli::{Cli, OutputFormat};
 use nds_ls::{render_json, render_table, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::SysfsRoot;

@@ -5,6 +5,10 @@
 //! [`MetricPost`] records with a sequence number. [`Decoder`] turns a byte stream of them into
 //! [`Event`]s, noticing when the reader was too slow and the module's ring dropped posts.
 
+// The nds-metrics tool's command line.
+#[cfg(feature = "cli")]
+pub mod cli;
+
 use nds_abi::metrics::{metric_def, MetricPost, METRIC_POST_SIZE};
 use serde_json::{json, Value};
 use zerocopy::FromBytes;

@@ -1,10 +1,8 @@
 //! `nds-metrics`: prints the module's metric posts as JSON lines.
 
-mod cli;
-
 use clap::Parser;
-use cli::Cli;
 use nds_abi::metrics::METRIC_POST_SIZE;
+use nds_metrics::cli::Cli;
 use nds_metrics::Decoder;
 use std::{
     fs::{File, OpenOptions},

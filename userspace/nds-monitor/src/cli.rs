@@ -1,6 +1,5 @@
-//! The command line of the `nds-monitor` tool, a module of its binary. `nds-dist` compiles this
-//! same file by path to generate the manual page and shell completions from these definitions,
-//! so it names only crates `nds-dist` depends on too (`nds-document`, `nds-host`, `nds-sysfs`).
+//! The command line of the `nds-monitor` tool: its binary parses it, and `nds-dist` generates
+//! the manual page and shell completions from the same definitions.
 //!
 //! neuron-monitor's own options keep their spelling: `-c, --config-file` and `--verbose 0..4`.
 

@@ -1,12 +1,12 @@
 //! `nds-monitor`: neuron-monitor for the Neuron DataStore, the binary that wires the crates of
 //! the monitor together: its command line and messages, the JSON or Prometheus reports of the
 //! sampling loop (`nds-sampler`) on standard output, and `serve`, the exporter over HTTP(S).
-//! It may import every crate of the monitor; none imports it.
+//! It may import every crate of the monitor; none imports it but nds-dist, which reads the
+//! command line from the library (src/lib.rs).
 
 #![warn(missing_docs)]
 
-// Floor 0: the command line, the messages, the HTTP(S) endpoint.
-mod cli;
+// Floor 0: the messages, the HTTP(S) endpoint.
 mod logger;
 mod serve;
 // Floor 1: why the monitor cannot run (serve's TLS errors among them).
@@ -19,13 +19,13 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use clap::Parser;
-use cli::{Cli, Command, Format};
 use error::{Error, Result};
 use nds_document::Plan;
 use nds_exporter::pods::refresh;
 use nds_exporter::prometheus::{exposition, LatestReport};
 use nds_host::hardware::HardwareTree;
 use nds_host::HostSource;
+use nds_monitor::cli::{Cli, Command, Format};
 use nds_sampler::{Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};

@@ -16,6 +16,9 @@ pub mod view;
 pub mod app;
 // Floor 2: the screen.
 pub mod ui;
+// Floor 3: the nds-top tool's command line.
+#[cfg(feature = "cli")]
+pub mod cli;
 
 pub use app::App;
 

@@ -1,19 +1,17 @@
 //! `nds-top`: a terminal view of the Neuron DataStore, like neuron-top.
 
-mod cli;
-
 use std::io::{self, IsTerminal};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use cli::Cli;
 use nds_document::Plan;
 use nds_host::hardware::HardwareTree;
 use nds_host::HostSource;
 use nds_sampler::{Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
+use nds_top::cli::Cli;
 use nds_top::{render_text, App};
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 

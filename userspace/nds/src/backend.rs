@@ -7,7 +7,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
-use memmap2::{Mmap, MmapMut, MmapOptions};
+use memmap2::{MmapOptions, MmapRaw};
 use nds_abi::ioctl::{
     NeuronDsInfo, NEURON_IOCTL_ACQUIRE_NEURON_DS, NEURON_IOCTL_RELEASE_NEURON_DS,
 };
@@ -96,19 +96,13 @@ fn datastore_ioctl(node: &File, request: u32, arg: &mut NeuronDsInfo) -> Result<
     }
 }
 
-/// The memory behind a slab view.
-#[derive(Debug)]
-enum MappedMemory {
-    ReadOnly(Mmap),
-    ReadWrite(MmapMut),
-}
-
 /// An open slab: the mapping, its view, and the lease to give back on close.
 #[derive(Debug)]
 pub(crate) struct Mapping {
     view: SlabView,
-    // Kept only to unmap on drop; all access goes through `view`.
-    memory: Option<MappedMemory>,
+    // Kept only to unmap on drop; all access goes through `view`. `MmapRaw` hands out raw
+    // pointers only, never a `&[u8]` of memory that other processes write.
+    memory: Option<MmapRaw>,
     lease: Option<DeviceLease>,
     /// For a slab file: its range in the SIGBUS handler's registry (a file can shrink).
     truncation: Option<TruncationGuard>,
@@ -145,7 +139,7 @@ impl Mapping {
             Err(Error::UnexpectedSlabSize { size: arg.size })
         };
         match mapped {
-            Ok(memory) => Self::new(memory, Some(lease)),
+            Ok(memory) => Self::new(memory, writable, Some(lease)),
             Err(error) => {
                 // Hand the slab back; the mapping error is the one worth reporting.
                 let _ = lease.release();
@@ -189,27 +183,21 @@ impl Mapping {
             return Err(Error::SlabTooSmall { size: file_len });
         }
         let memory = map(&file, 0, mapped_len, writable)?;
-        let (base, len) = match &memory {
-            MappedMemory::ReadOnly(map) => (map.as_ptr(), map.len()),
-            MappedMemory::ReadWrite(map) => (map.as_ptr(), map.len()),
-        };
-        let truncation = TruncationGuard::register(base, len, writable);
-        let mut mapping = Self::new(memory, None)?;
+        let truncation = TruncationGuard::register(memory.as_ptr(), memory.len(), writable);
+        let mut mapping = Self::new(memory, writable, None)?;
         mapping.truncation = Some(truncation);
         Ok(mapping)
     }
 
-    /// Wraps a fresh mapping, which must cover the region map.
-    fn new(mut memory: MappedMemory, lease: Option<DeviceLease>) -> Result<Self> {
-        let (base, len, writable) = match &mut memory {
-            MappedMemory::ReadOnly(map) => (map.as_ptr().cast_mut(), map.len(), false),
-            MappedMemory::ReadWrite(map) => (map.as_mut_ptr(), map.len(), true),
-        };
-        let view = match NonNull::new(base) {
+    /// Wraps a fresh mapping (writable or not), which must cover the region map.
+    fn new(memory: MmapRaw, writable: bool, lease: Option<DeviceLease>) -> Result<Self> {
+        let len = memory.len();
+        let view = match NonNull::new(memory.as_mut_ptr()) {
             Some(base) if len >= NDS_REQUIRED_SIZE => {
                 // SAFETY: the pointer and length describe a live, page-aligned mapping, writable
-                // exactly when `writable`; `memory` is stored next to the view and unmapped only
-                // in `close`, after which the view is never used.
+                // exactly when `writable` (both callers map with the `writable` they pass here);
+                // `memory` is stored next to the view and unmapped only in `close`, after which
+                // the view is never used.
                 unsafe { SlabView::new(base, len, writable) }
             }
             // Callers map at least the region map, and mmap never returns null on success.
@@ -291,20 +279,14 @@ fn open_node(path: &Path, writable: bool) -> Result<File> {
     node.map_err(|e| Error::io(format!("opening {}", path.display()), e))
 }
 
-fn map(file: &File, offset: u64, len: usize, writable: bool) -> Result<MappedMemory> {
+/// A shared mapping of `len` bytes of `file` at `offset`, read-write or read-only.
+fn map(file: &File, offset: u64, len: usize, writable: bool) -> Result<MmapRaw> {
     let mut options = MmapOptions::new();
     options.offset(offset).len(len);
-    let context = || format!("mapping {len} bytes at offset {offset:#x}");
-    if writable {
-        // SAFETY: the slab is shared memory by design; this crate never forms references to it
-        // and accesses it only through atomics (see `slab`).
-        unsafe { options.map_mut(file) }
-            .map(MappedMemory::ReadWrite)
-            .map_err(|e| Error::io(context(), e))
+    let mapped = if writable {
+        options.map_raw(file)
     } else {
-        // SAFETY: as above.
-        unsafe { options.map(file) }
-            .map(MappedMemory::ReadOnly)
-            .map_err(|e| Error::io(context(), e))
-    }
+        options.map_raw_read_only(file)
+    };
+    mapped.map_err(|e| Error::io(format!("mapping {len} bytes at offset {offset:#x}"), e))
 }

@@ -82,7 +82,7 @@ impl SlabView {
     /// Pointer to `size` bytes at `offset`, if they lie inside the slab and are aligned to `size`.
     fn word_ptr(&self, offset: usize, size: usize) -> Option<NonNull<u8>> {
         let end = offset.checked_add(size)?;
-        if end > self.len || offset % size != 0 {
+        if end > self.len || !offset.is_multiple_of(size) {
             return None;
         }
         // SAFETY: `offset + size <= len`, so the result stays inside the mapping.
@@ -198,7 +198,7 @@ impl SlabView {
     /// Whether `start..start + len` lies inside the slab with `start` 8-aligned.
     fn check_record(&self, start: usize, len: usize) -> Result<()> {
         match start.checked_add(len) {
-            Some(end) if end <= self.len && start % size_of::<u64>() == 0 => Ok(()),
+            Some(end) if end <= self.len && start.is_multiple_of(size_of::<u64>()) => Ok(()),
             _ => Err(Error::SlabTooSmall {
                 size: self.len_u64(),
             }),
@@ -207,7 +207,9 @@ impl SlabView {
 
     /// The `u64` at `offset`, which [`SlabView::check_record`] has already placed in bounds.
     fn checked_u64(&self, offset: usize) -> &AtomicU64 {
-        debug_assert!(offset + size_of::<u64>() <= self.len && offset % size_of::<u64>() == 0);
+        debug_assert!(
+            offset + size_of::<u64>() <= self.len && offset.is_multiple_of(size_of::<u64>())
+        );
         // SAFETY: in bounds and 8-aligned (checked by `check_record` for the whole record, and
         // `record_words` only yields aligned words inside it); see `atomic_u64`.
         unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast::<u64>()) }
@@ -215,7 +217,9 @@ impl SlabView {
 
     /// The `u32` at `offset`, which [`SlabView::check_record`] has already placed in bounds.
     fn checked_u32(&self, offset: usize) -> &AtomicU32 {
-        debug_assert!(offset + size_of::<u32>() <= self.len && offset % size_of::<u32>() == 0);
+        debug_assert!(
+            offset + size_of::<u32>() <= self.len && offset.is_multiple_of(size_of::<u32>())
+        );
         // SAFETY: as in `checked_u64`, for a 4-aligned word.
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast::<u32>()) }
     }
@@ -262,7 +266,7 @@ impl<'a> RegionMap<'a> {
     /// The `u64` word at `offset`, if it lies inside the region map and is 8-aligned.
     #[inline]
     pub(crate) fn word(self, offset: usize) -> Option<&'a AtomicU64> {
-        if offset % size_of::<u64>() != 0 || offset >= NDS_REQUIRED_SIZE {
+        if !offset.is_multiple_of(size_of::<u64>()) || offset >= NDS_REQUIRED_SIZE {
             return None;
         }
         // SAFETY: the region map is mapped for 'a (see the type's invariant), the word is
@@ -280,7 +284,7 @@ impl<'a> RegionMap<'a> {
             .checked_mul(size_of::<u64>())
             .and_then(|bytes| bytes.checked_add(start))
             .is_some_and(|end| end <= NDS_REQUIRED_SIZE);
-        if !in_map || start % size_of::<u64>() != 0 {
+        if !in_map || !start.is_multiple_of(size_of::<u64>()) {
             return;
         }
         // SAFETY: the words are inside the mapped region map (checked above) and 8-aligned.

@@ -3,6 +3,7 @@
 mod common;
 
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 
 use common::ScratchDir;
 use nds::abi::layout::{NDS_REQUIRED_SIZE, NEURON_DATASTORE_SIZE, SLAB_GENERATION_OFFSET};
@@ -37,6 +38,34 @@ fn producer_keeps_existing_contents() {
     first.close().unwrap();
     let second = Datastore::open(&backend, 0).unwrap();
     assert_eq!(second.nd_counter(5).unwrap(), 99);
+}
+
+/// The permissions of this process's mappings of `path`, as `/proc/self/maps` shows them.
+fn mappings_of(path: &Path) -> Vec<String> {
+    let path = path.canonicalize().unwrap();
+    let path = path.to_str().unwrap();
+    let mut found: Vec<String> = std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|line| line.ends_with(path))
+        .filter_map(|line| line.split_whitespace().nth(1).map(str::to_owned))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_producer_maps_its_slab_shared_and_writable_a_reader_shared_and_read_only() {
+    let dir = ScratchDir::new();
+    let path = dir.slab_path();
+    let producer = Datastore::open(&Backend::file(&path), 0).unwrap();
+    assert_eq!(mappings_of(&path), ["rw-s"]);
+    let reader = Datastore::open(&Backend::file(&path), 4242).unwrap();
+    assert_eq!(mappings_of(&path), ["r--s", "rw-s"]);
+    reader.close().unwrap();
+    assert_eq!(mappings_of(&path), ["rw-s"], "the reader's mapping is gone");
+    producer.close().unwrap();
+    assert!(mappings_of(&path).is_empty());
 }
 
 #[test]

@@ -76,8 +76,9 @@ fn a_sigbus_outside_slab_mappings_still_kills() {
     let other = dir.path().join("other");
     std::fs::write(&other, vec![1u8; 4096]).unwrap();
     let file = std::fs::File::open(&other).unwrap();
-    // SAFETY: a private read-only mapping of a file only this test uses.
-    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+    let map = memmap2::MmapOptions::new()
+        .map_raw_read_only(&file)
+        .unwrap();
     truncate(&other);
     let address = map.as_ptr();
 

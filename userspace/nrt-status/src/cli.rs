@@ -1,10 +1,10 @@
-//! The command line of the `nrt-status` tool, a module of its binary (the library carries no CLI
-//! dependency). `nds-dist` compiles this same file by path to generate the manual page and
-//! shell completions from these definitions.
+//! The command line of the `nrt-status` tool: its binary parses it, and `nds-dist` generates the
+//! manual page and shell completions from the same definitions. Built with the `cli` feature
+//! only, so the library without it carries no CLI dependency.
 
 use clap::{ArgGroup, Parser};
 
-use nrt_status::NrtStatus;
+use crate::NrtStatus;
 
 /// Describe Neuron Runtime status codes (NRT_STATUS).
 #[derive(Debug, Parser)]

@@ -55,6 +55,9 @@ pub mod bridge;
 pub mod sink;
 // Floor 5: the in-memory sink of expected totals.
 pub mod memory;
+// Floor 6: the nrt-status tool's command line.
+#[cfg(feature = "cli")]
+pub mod cli;
 
 pub use band::Band;
 pub use bridge::Latencies;

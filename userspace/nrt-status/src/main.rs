@@ -1,14 +1,12 @@
 //! `nrt-status`: describes Neuron Runtime status codes — identifier, message, band, priority,
 //! and the datastore counters (with their sysfs nodes) a status feeds.
 
-mod cli;
-
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
-use cli::Cli;
 use nrt_status::bridge::{execution_counters, generic_counter};
+use nrt_status::cli::Cli;
 use nrt_status::{Counter, NrtStatus};
 use serde::Serialize;
 

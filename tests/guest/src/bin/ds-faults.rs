@@ -225,8 +225,9 @@ impl FailNth {
     }
 
     fn arm(&mut self, n: u32) {
-        // SAFETY: writing our own buffer to our own descriptor.
         let text = n.to_string();
+        // SAFETY: `text` is `text.len()` readable bytes, and the descriptor is this handle's
+        // open fail-nth file.
         unsafe { libc::pwrite(self.0.as_raw_fd(), text.as_ptr().cast(), text.len(), 0) };
     }
 

@@ -174,11 +174,11 @@ impl Fuzzer {
         let reserve = mmap(0, CELLS * SLAB_SIZE, libc::PROT_NONE, anon, -1, 0).expect("reserve");
         let arena =
             mmap(0, 3 * PAGE, libc::PROT_READ | libc::PROT_WRITE, anon, -1, 0).expect("arena");
-        // SAFETY: the third page of our own arena becomes the guard page.
-        assert_eq!(
-            unsafe { libc::mprotect((arena + 2 * PAGE) as *mut _, PAGE, libc::PROT_NONE) },
-            0
-        );
+        // SAFETY: the third page of the arena mapped just above, which nothing references
+        // yet, becomes the guard page.
+        let guarded =
+            unsafe { libc::mprotect((arena + 2 * PAGE) as *mut _, PAGE, libc::PROT_NONE) };
+        assert_eq!(guarded, 0);
         let read_only = mmap(0, PAGE, libc::PROT_READ, anon, -1, 0).expect("read-only page");
         let shared = libc::MAP_SHARED | libc::MAP_ANONYMOUS;
         let rw = libc::PROT_READ | libc::PROT_WRITE;

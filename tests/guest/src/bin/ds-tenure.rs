@@ -420,10 +420,13 @@ fn run(mode: &str, args: &[String]) -> io::Result<()> {
         "pidns" => {
             let device: usize = arg(0).parse().unwrap_or(0);
             let pid: i32 = arg(1).parse().unwrap_or(0);
-            // SAFETY: plain system calls; the child only makes system calls and prints.
+            // SAFETY: unshare takes no pointers and changes only the namespace of this
+            // process's later children.
             if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
                 return Err(io::Error::last_os_error());
             }
+            // SAFETY: this mode runs on the process's only thread, so the child inherits no
+            // lock another thread held and may allocate and print as this process would.
             match unsafe { libc::fork() } {
                 -1 => Err(io::Error::last_os_error()),
                 0 => {

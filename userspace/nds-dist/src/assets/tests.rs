@@ -4,8 +4,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{civil_date, completion, man_pages, write_assets, SHELLS};
+use super::{completion, footer_date, man_pages, write_assets, SHELLS};
 use crate::tools::tools;
 use clap::{Arg, Command};
 use clap_complete::Shell;
@@ -260,11 +261,46 @@ fn every_tool_keeps_its_own_about() {
     );
 }
 
+/// A clock reading `seconds` after 1970.
+fn at(seconds: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(seconds)
+}
+
 #[test]
-fn civil_date_matches_known_days() {
-    assert_eq!(civil_date(0), (1970, 1, 1));
-    assert_eq!(civil_date(59), (1970, 3, 1));
-    assert_eq!(civil_date(11_016), (2000, 2, 29));
-    assert_eq!(civil_date(19_722), (2023, 12, 31));
-    assert_eq!(civil_date(20_513), (2026, 3, 1));
+fn the_footer_date_is_the_utc_day_of_source_date_epoch() {
+    let now = at(1_772_323_200);
+    for (seconds, day) in [
+        ("0", "1970-01-01"),
+        ("86399", "1970-01-01"),
+        ("86400", "1970-01-02"),
+        ("5097600", "1970-03-01"),
+        // 2000 is a leap year (divisible by 400), 2100 is none (by 100 only).
+        ("951782400", "2000-02-29"),
+        ("4107542399", "2100-02-28"),
+        ("4107542400", "2100-03-01"),
+        ("1703980800", "2023-12-31"),
+        ("253402300799", "9999-12-31"),
+    ] {
+        assert_eq!(footer_date(Some(seconds), now), day, "{seconds}");
+    }
+}
+
+#[test]
+fn without_a_usable_source_date_epoch_the_footer_date_is_today() {
+    let now = at(1_772_323_200);
+    for unusable in [
+        None,
+        Some(""),
+        Some("yesterday"),
+        Some("-1"),
+        Some("1.5"),
+        // The year 10000, and past what a clock can hold.
+        Some("253402300800"),
+        Some("18446744073709551615"),
+    ] {
+        assert_eq!(footer_date(unusable, now), "2026-03-01", "{unusable:?}");
+    }
+    let before_1970 = UNIX_EPOCH - Duration::from_secs(1);
+    assert_eq!(footer_date(None, before_1970), "1970-01-01");
+    assert_eq!(footer_date(Some("86400"), before_1970), "1970-01-02");
 }

@@ -133,7 +133,7 @@ fn produce(backend: &Backend, deadline: Instant) -> Result<String, String> {
             .map_err(|e| e.to_string())?;
         seq += 1;
         let slot_index = usize::try_from(seq % 8).unwrap_or(0);
-        if seq % 64 == 0 {
+        if seq.is_multiple_of(64) {
             // Exercise delete/allocate so readers also meet empty and vanishing slots.
             store
                 .delete_model(slots[slot_index])
