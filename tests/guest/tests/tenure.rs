@@ -352,14 +352,18 @@ fn a_process_in_a_pid_namespace_cannot_name_a_process_outside_it() {
 }
 
 #[test]
-fn a_handed_descriptor_stays_read_only_and_in_its_tenure_for_another_uid() {
+fn a_handed_descriptor_maps_only_for_whom_may_read_and_then_only_reads_within_its_tenure() {
     let _node = WorldWritableNode::new(DEVICE);
     let owner = Actor::owner("uid:1001", 9);
-    let probe = Actor::start("root", "pass", &["0", &owner.pid.to_string(), "uid:1002"]);
-    // The holder (a forked child that became another uid) can do with the descriptor what its
-    // grant allows, reading only: a writable request is made read-only, mprotect and
-    // /proc/self/mem cannot write, mremap keeps it read-only, the owner's window is refused;
-    // and after the release, nothing.
+    // Root's descriptor, handed to another uid (a forked child that became uid 1002): the
+    // grant names the slab, the read rule refuses that uid, so it maps nothing.
+    let stranger = Actor::start("root", "pass", &["0", &owner.pid.to_string(), "uid:1002"]);
+    assert_eq!(stranger.hello, "passed map=EPERM");
+    drop(stranger);
+    let probe = Actor::start("root", "pass", &["0", &owner.pid.to_string(), "uid:1001"]);
+    // Handed to the owner's uid, which may read it: it reads and only reads. A writable
+    // request is made read-only, mprotect and /proc/self/mem cannot write, mremap keeps it
+    // read-only, the owner's window is refused; and after the release, nothing.
     assert_eq!(
         probe.hello,
         "passed read=9 map_write=r--s mprotect_write=EACCES proc_mem_write=refused \

@@ -40,8 +40,9 @@
 //!   generation (into counter 1 of core 0); prints `cycling`; stops at `report`, which it
 //!   answers with `cycled <tenures>`.
 //! * `pass DEVICE PID IDENTITY`: ACQUIREs PID's slab for reading and hands the file to a child
-//!   that becomes IDENTITY (the guest kernel has no sockets to pass it over), and the child
-//!   tries every route to write through it;
+//!   that becomes IDENTITY (the guest kernel has no sockets to pass it over); the child prints
+//!   `passed map=<errno>` if it may not map it at all, or tries every route to write through
+//!   it and
 //!   prints `passed read=<counter> map_write=<perms> mprotect_write=<outcome>
 //!   proc_mem_write=<refused|wrote> mremap=<perms> owner_window=<outcome>
 //!   private_write=<perms>`, and keeps its read-only mapping for `scan`.
@@ -477,6 +478,13 @@ fn run(mode: &str, args: &[String]) -> io::Result<()> {
                         // /proc/self/mem opens and only the module's rule can refuse the write.
                         // SAFETY: prctl on the calling process.
                         unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1) };
+                        // Whoever maps through a descriptor is checked at the mapping.
+                        if let Err(e) =
+                            Mapping::new(&file, SLAB_SIZE, libc::PROT_READ, info.mmap_offset)
+                        {
+                            say(&format!("passed map={}", errno_name(&e)))?;
+                            return serve(&[], |_| Ok(()));
+                        }
                         let (line, view) = try_passed(&file, info.mmap_offset)?;
                         say(&line)?;
                         serve(&[view], |_| Ok(()))
