@@ -147,7 +147,7 @@ impl DeviceState {
     pub(super) fn view_moved(&self, inner: &mut Inner, slot: SlotIndex) {
         let state = inner.pool.get(slot);
         let view = state.view();
-        inner.mappings.start_view(slot, view);
+        inner.mappings.move_view(slot, view);
         *self.fault_views[slot].lock() = FaultView {
             view,
             owned: state.owner().is_some(),
@@ -155,7 +155,7 @@ impl DeviceState {
     }
 
     /// Whether a VMA made for `view` of the window at `placement` may be split in two:
-    /// `ENOMEM` at the bound, and for a view that ended.
+    /// `ENOMEM` at the bound of a view whose mappings still count.
     pub(crate) fn may_split_mapping(&self, placement: Placement, view: u64) -> Result {
         self.inner
             .lock()
@@ -188,10 +188,12 @@ impl DeviceState {
         }
     }
 
-    /// Removes the pages of every mapping of view `view` of slot `slot`'s `access` window.
+    /// Removes the pages of every mapping of view `view` of slot `slot`'s `access` window; they
+    /// count against nothing from then on (nothing visits them again).
     pub(super) fn unmap_window(&self, slot: SlotIndex, access: Access, view: u64) {
         let placement = Placement::of(slot, access, view);
         self.mapping.unmap_pages(placement.first_page(), SLAB_PAGES);
+        self.inner.lock().mappings.revoked(slot, access, view);
     }
 
     /// Answers a fault of a mapping made for view `fault.tag()`: the slab's page while the view

@@ -9,6 +9,7 @@
 //! | RELEASE while another process reads every sysfs counter file in a loop | RELEASE alone, and RELEASE while another process reads the misc device's `dev` attribute in a loop (the same load on the other CPU, no module code) |
 //! | open + read + close of a sysfs total, 1 and 16 live slabs | the same for the misc device's `dev` attribute |
 //! | wakeup of a reader blocked in `read()` of the posts, from the period's stamp | wakeup of a reader blocked in `read()` of a pipe, from the stamp of the thread that writes it after sleeping a period |
+//! | ACQUIRE that reaps a dead owner whose `CLONE_VM` sibling keeps its 60,000 mappings of its window asked for | the same with one mapping |
 //!
 //! A "null ioctl" is a command the driver does not know: it goes through the whole ioctl path
 //! into the driver and comes back with ENOTTY. Each pair is measured in alternating rounds so
@@ -51,6 +52,11 @@ const ROUNDS: usize = 11;
 /// Mappings of one reader window a reader asks for to slow the next owner (the module makes
 /// at most 1,024 of them).
 const MANY_MAPPINGS: usize = 10_000;
+/// Mappings of its window an owner asks for before it dies, its address space kept by a
+/// `CLONE_VM` sibling (the module makes at most 1,024 of them).
+const DEAD_OWNER_MAPPINGS: usize = 60_000;
+/// Stack of such a sibling, which only waits for its signal.
+const SIBLING_STACK: usize = 64 * 1024;
 /// Wall time of one batch (one sample).
 const BATCH: Duration = Duration::from_millis(40);
 
@@ -582,6 +588,107 @@ fn timed_release_with_readers(
     Ok(elapsed)
 }
 
+/// Waits for the signal that kills it: a `CLONE_VM` sibling's whole life.
+extern "C" fn wait_to_be_killed(_: *mut c_void) -> libc::c_int {
+    loop {
+        // SAFETY: waits for a signal; nothing else is done.
+        unsafe { libc::pause() };
+    }
+}
+
+/// The life of an owner that dies with its address space kept: acquires its slab, asks for
+/// `mappings` mappings of its window, and starts a sibling of another thread group that shares
+/// its address space (`CLONE_VM`) and has a copy of its descriptors (so no close releases the
+/// slab). Returns the sibling's pid; the caller then exits.
+fn owner_that_dies_kept(mappings: usize) -> Result<libc::pid_t> {
+    let device = Device::open()?;
+    let offset = device.acquire()?;
+    for _ in 0..mappings {
+        match Mapping::new(device.0.as_raw_fd(), offset, 0) {
+            Ok(mapping) => {
+                mapping.touch_once();
+                // Kept: the address space outlives this process in the sibling.
+                std::mem::forget(mapping);
+            }
+            Err(_) => break,
+        }
+    }
+    // SAFETY: a fresh private anonymous mapping for the sibling's stack, never unmapped (the
+    // sibling uses it until it is killed).
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            SIBLING_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return context(Err(io::Error::last_os_error()), "mmap of a stack");
+    }
+    // SAFETY: the sibling runs `wait_to_be_killed` on its own stack (its top, the stack grows
+    // down) in this address space and touches nothing else of it.
+    let sibling = unsafe {
+        libc::clone(
+            wait_to_be_killed,
+            stack.cast::<u8>().add(SIBLING_STACK).cast(),
+            libc::CLONE_VM | libc::SIGCHLD,
+            std::ptr::null_mut(),
+        )
+    };
+    check(sibling, "clone(CLONE_VM)")?;
+    std::mem::forget(device);
+    Ok(sibling)
+}
+
+/// This process's ACQUIRE (timed), which first reaps the dead owner of a slab whose address
+/// space a `CLONE_VM` sibling keeps with `mappings` mappings of its window asked for: the
+/// reaping's release removes them all. The sibling is killed afterwards.
+fn timed_acquire_reaping(device: &Device, mappings: usize) -> Result<Duration> {
+    let mut report = [0; 2];
+    // SAFETY: pipe writes its two descriptors into `report`, which has room for two.
+    check(unsafe { libc::pipe(report.as_mut_ptr()) }, "pipe")?;
+    // SAFETY: this process is single-threaded here; the child only makes system calls and
+    // leaves with `_exit`.
+    let owner = check(unsafe { libc::fork() }, "fork")?;
+    if owner == 0 {
+        let sibling = owner_that_dies_kept(mappings).unwrap_or(0);
+        // SAFETY: the child's end of the pipe, written once; then it leaves.
+        unsafe {
+            libc::write(report[1], sibling.to_ne_bytes().as_ptr().cast(), 4);
+            libc::_exit(i32::from(sibling == 0));
+        }
+    }
+    // SAFETY: the parent's copy of the write end, and the read end, owned by nothing else.
+    let mut reported = unsafe {
+        libc::close(report[1]);
+        File::from_raw_fd(report[0])
+    };
+    let mut pid = [0u8; 4];
+    context(reported.read_exact(&mut pid), "the dying owner's report")?;
+    let sibling = libc::pid_t::from_ne_bytes(pid);
+    let mut status = 0;
+    // SAFETY: waiting for our own child: its thread group is dead afterwards.
+    unsafe { libc::waitpid(owner, &mut status, 0) };
+    if sibling == 0 {
+        return Err(io::Error::other("the dying owner could not set itself up"));
+    }
+    let start = Instant::now();
+    let acquired = device.acquire();
+    let elapsed = start.elapsed();
+    // SAFETY: the sibling was reparented to this process (a child subreaper, see `run`):
+    // killing and reaping it.
+    unsafe {
+        libc::kill(sibling, libc::SIGKILL);
+        libc::waitpid(sibling, &mut status, 0);
+    }
+    acquired?;
+    device.release()?;
+    Ok(elapsed)
+}
+
 /// Processes that each own a slab of the device until dropped.
 struct Holders(Vec<(libc::pid_t, File)>);
 
@@ -655,6 +762,10 @@ impl Drop for Holders {
 }
 
 fn run() -> Result<()> {
+    // The dying owners' siblings are reparented here when their parents exit, to be reaped.
+    // SAFETY: a plain prctl on this process.
+    let subreaper = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    check(subreaper, "PR_SET_CHILD_SUBREAPER")?;
     let device = Device::open()?;
     let memfd = memfd()?;
     let mut phases = Phases::default();
@@ -709,6 +820,16 @@ fn run() -> Result<()> {
         (GuestBench::AcquireAfterNoReader, &mut || {
             let _holders = Holders::spawn(others)?;
             batch(|| timed_reacquire(&device, None))
+        }),
+    ])?;
+
+    // An ACQUIRE that reaps a dead owner whose address space lives on in a sibling.
+    alternate(&mut [
+        (GuestBench::AcquireReapingOwnerMappings, &mut || {
+            batch(|| timed_acquire_reaping(&device, DEAD_OWNER_MAPPINGS))
+        }),
+        (GuestBench::AcquireReapingOneOwnerMapping, &mut || {
+            batch(|| timed_acquire_reaping(&device, 1))
         }),
     ])?;
 

@@ -267,15 +267,9 @@ fn a_new_owners_slab_is_all_zero_but_its_generation() {
 #[test]
 fn after_a_setuid_exec_the_old_uid_can_read_nothing_the_new_image_writes() {
     let _node = WorldWritableNode::new(DEVICE);
-    // A set-uid-root copy of the helper, as a privileged runtime would be installed.
-    let privileged = "/tmp/ds-tenure-setuid";
-    std::fs::copy(helper_path("ds-tenure"), privileged).unwrap();
-    std::os::unix::fs::chown(privileged, Some(0), Some(0)).unwrap();
-    std::fs::set_permissions(privileged, std::fs::Permissions::from_mode(0o4755)).unwrap();
-
+    let privileged = SetUidCopy::new("/tmp/ds-tenure-setuid");
     let mut owner = Actor::start("uid:1000", "exec-owner", &["0", "111"]);
     assert!(owner.hello.starts_with("ready "), "{}", owner.hello);
-    let slot = offset_slot(owner.offset());
     let pid = owner.pid.to_string();
     // Before the exec, its user reads it.
     let mut before = Actor::start("uid:1000", "watch", &["0", &pid]);
@@ -285,27 +279,30 @@ fn after_a_setuid_exec_the_old_uid_can_read_nothing_the_new_image_writes() {
         before.hello
     );
 
-    let answer = owner.ask(&format!("exec {privileged} 333")).unwrap();
+    let answer = owner.ask(&format!("exec {} 333", privileged.0)).unwrap();
     let mut words = answer.split_whitespace();
     assert_eq!(words.next(), Some("reacquired"), "{answer}");
-    let offset: u64 = words.next().unwrap().parse().unwrap();
-    assert_eq!(
-        offset_slot(offset),
-        slot,
-        "the process keeps its one slab across the exec"
-    );
+    assert!(words.next().is_some(), "{answer}");
     assert_eq!(words.next(), Some("euid=0"), "the exec made it privileged");
+    // Its credentials changed: the old tenure ended, and the new image has a slab of its own,
+    // the process's one.
+    let owned: Vec<SlotRow> = slots()
+        .into_iter()
+        .filter(|row| row.pid == owner.pid)
+        .collect();
+    assert_eq!(owned.len(), 1, "one slab for the process: {owned:?}");
 
     // A new ACQUIRE by the old uid is refused: the owner's credentials are checked now.
     let after = Actor::start("uid:1000", "watch", &["0", &pid]);
     assert_eq!(after.hello, "acquire=EPERM");
-    // The mapping made before the exec shows nothing the new image wrote.
+    // The mapping made before the exec shows the ended tenure, then nothing, and never
+    // anything the new image wrote.
     let seen = before.scan();
     assert_ne!(
         seen.counter, 333,
         "a pre-exec mapping read the privileged image's marker"
     );
-    assert_eq!(seen, NOTHING);
+    assert_ended_then_nothing(&mut before, 111);
     // Root still may (CAP_SYS_PTRACE), and sees the new image's marker.
     let root = Actor::start("root", "watch", &["0", &pid]);
     assert!(root.hello.starts_with("watching 333 "), "{}", root.hello);
@@ -314,7 +311,7 @@ fn after_a_setuid_exec_the_old_uid_can_read_nothing_the_new_image_writes() {
     let owner_pid = owner.pid;
     assert!(owner.stop().success());
     assert!(slots().iter().all(|row| row.pid != owner_pid));
-    std::fs::remove_file(privileged).unwrap();
+    drop(privileged);
 }
 
 #[test]

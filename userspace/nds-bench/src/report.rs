@@ -104,6 +104,12 @@ pub enum GuestBench {
     AcquireAfterReaderMappings,
     /// The same ACQUIRE with no reader of the slot.
     AcquireAfterNoReader,
+    /// An ACQUIRE that reaps a dead owner whose address space a `CLONE_VM` sibling of another
+    /// thread group keeps, with as many mappings of its owner's window as it may have (60,000
+    /// asked, 1,024 made): the reaping removes all of them.
+    AcquireReapingOwnerMappings,
+    /// The same ACQUIRE reaping a dead owner that kept one mapping.
+    AcquireReapingOneOwnerMapping,
     /// open + read + close of a sysfs total with one live slab.
     SysfsTotalOneLive,
     /// open + read + close of a sysfs total with 16 live slabs.
@@ -119,7 +125,7 @@ pub enum GuestBench {
 
 impl GuestBench {
     /// Every guest measurement.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 17] = [
         Self::AttachCycle,
         Self::AttachFloor,
         Self::ReleaseOneLive,
@@ -130,6 +136,8 @@ impl GuestBench {
         Self::ReleaseUnderOtherReads,
         Self::AcquireAfterReaderMappings,
         Self::AcquireAfterNoReader,
+        Self::AcquireReapingOwnerMappings,
+        Self::AcquireReapingOneOwnerMapping,
         Self::SysfsTotalOneLive,
         Self::SysfsTotalSixteenLive,
         Self::SysfsDev,
@@ -151,6 +159,8 @@ impl GuestBench {
             Self::ReleaseUnderOtherReads => "release-other-reads",
             Self::AcquireAfterReaderMappings => "acquire-reader-vmas",
             Self::AcquireAfterNoReader => "acquire-no-reader",
+            Self::AcquireReapingOwnerMappings => "acquire-reaping-owner-vmas",
+            Self::AcquireReapingOneOwnerMapping => "acquire-reaping-owner-vma",
             Self::SysfsTotalOneLive => "sysfs-total-1",
             Self::SysfsTotalSixteenLive => "sysfs-total-16",
             Self::SysfsDev => "sysfs-dev",
@@ -403,6 +413,12 @@ pub fn rows() -> Vec<Row> {
             Goal::None,
         ),
         (
+            "ACQUIRE reaping a dead owner, 60,000 mmaps of its window kept by a CLONE_VM sibling (1,024 made) / one",
+            GuestBench::AcquireReapingOwnerMappings,
+            GuestBench::AcquireReapingOneOwnerMapping,
+            Goal::None,
+        ),
+        (
             "blocked read woken by a post / by a pipe write",
             GuestBench::PostWakeup,
             GuestBench::PipeWakeup,
@@ -629,7 +645,7 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), GuestBench::ALL.len());
         // Per threading mode: 4 bands × (handle, int), mmv, prometheus; the slab-word row; four
-        // snapshot rows, two record rows, ten guest rows.
-        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 10);
+        // snapshot rows, two record rows, eleven guest rows.
+        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 11);
     }
 }
