@@ -147,17 +147,25 @@ pub(crate) struct DeviceConfig {
 }
 
 /// State guarded by [`DeviceState::inner`].
+///
+/// Its bulky parts are boxed: [`DeviceState::new`] builds it on the stack and moves it into
+/// the mutex's initializer, and each copy is one more of a frame that must fit, with the
+/// module loader's, in a 16 KiB kernel stack (a frame of about 15 KiB overflowed it).
 struct Inner {
     pool: SlotPool<Owner>,
     /// Open files of this device per thread group: a group's slab is released when its count
     /// drops to zero (its last file is closed and unmapped, or it died).
     openers: KVec<(ThreadGroup, usize)>,
     /// The VMAs of each slot's current view, and their bound.
-    mappings: ViewMappings,
+    mappings: KBox<ViewMappings>,
     totals: DeviceTotals,
-    metrics: MetricsState,
+    metrics: KBox<MetricsState>,
     notify: NotifyPolicy,
 }
+
+// What `Inner` may weigh, so that a field added to it cannot silently bring the device's
+// construction back near the end of the stack.
+const _: () = assert!(core::mem::size_of::<Inner>() <= 2048);
 
 /// Everything one device's files, ioctls, mappings, sysfs nodes and workers share.
 ///
@@ -218,12 +226,15 @@ impl DeviceState {
         let inner = Inner {
             pool: SlotPool::new(),
             openers: KVec::new(),
-            mappings: ViewMappings::new(),
+            mappings: KBox::new(ViewMappings::new(), GFP_KERNEL)?,
             totals: DeviceTotals::new(config.core_count)?,
-            metrics: MetricsState::new(
-                u32::from(config.index),
-                config.core_count,
-                config.time_unit_ps,
+            metrics: KBox::new(
+                MetricsState::new(
+                    u32::from(config.index),
+                    config.core_count,
+                    config.time_unit_ps,
+                )?,
+                GFP_KERNEL,
             )?,
             notify: NotifyPolicy::new(),
         };
