@@ -16,6 +16,7 @@ pub mod counters;
 pub mod fnv;
 pub mod ioctl;
 pub mod layout;
+pub mod ledger;
 pub mod metrics;
 pub mod records;
 pub mod sysfs;
