@@ -11,6 +11,8 @@ pub mod fnv;
 pub mod ioctl;
 #[path = "../userspace/nds-abi/src/layout.rs"]
 pub mod layout;
+#[path = "../userspace/nds-abi/src/ledger.rs"]
+pub mod ledger;
 #[path = "../userspace/nds-abi/src/metrics.rs"]
 pub mod metrics;
 #[path = "../userspace/nds-abi/src/records.rs"]

@@ -40,6 +40,7 @@
 //! notify, which a sysfs `show` waiting for `inner` may be holding).
 
 mod events;
+mod ledger;
 mod mapping;
 mod ownership;
 mod release;
@@ -47,7 +48,9 @@ mod release;
 pub(crate) use ownership::Acquired;
 
 use crate::{
+    abi::ledger::TENURE_CGROUP_PATH_SIZE,
     shim::{
+        cgroup::CgroupName,
         clock::MonotonicNs,
         kcov::CoverageHandle,
         shared_mapping::SharedMapping,
@@ -63,6 +66,7 @@ use crate::{
     },
     state::{
         core_index::CoreIndex,
+        ledger::Ledger,
         metrics::MetricsState,
         notify::NotifyPolicy,
         slab_values::{
@@ -118,6 +122,12 @@ pub(crate) struct Owner {
     /// The group's credentials when the tenure began: an `execve` that changes them ends the
     /// tenure ([`Owner::outlived`]).
     credentials: Credentials,
+    /// Whether the group was dumpable when the tenure began (for the ledger's readers).
+    dumpable: bool,
+    /// When the tenure began, in real-time nanoseconds.
+    started_ns: u64,
+    /// The group's cgroup when the tenure began.
+    cgroup: KBox<CgroupName<TENURE_CGROUP_PATH_SIZE>>,
 }
 
 /// What a slot's faults may show: the slab, to mappings made for `view`, while it is `owned`.
@@ -152,7 +162,7 @@ pub(crate) struct DeviceConfig {
 /// the mutex's initializer, and each copy is one more of a frame that must fit, with the
 /// module loader's, in a 16 KiB kernel stack (a frame of about 15 KiB overflowed it).
 struct Inner {
-    pool: SlotPool<Owner>,
+    pool: KBox<SlotPool<Owner>>,
     /// Open files of this device per thread group: a group's slab is released when its count
     /// drops to zero (its last file is closed and unmapped, or it died).
     openers: KVec<(ThreadGroup, usize)>,
@@ -160,6 +170,8 @@ struct Inner {
     mappings: KBox<ViewMappings>,
     totals: DeviceTotals,
     metrics: KBox<MetricsState>,
+    /// The record of every tenure that ended.
+    ledger: Ledger<ledger::TenureOwner>,
     notify: NotifyPolicy,
 }
 
@@ -197,6 +209,9 @@ pub(crate) struct DeviceState {
     /// Signalled whenever metrics are posted: readers waiting for a post, and pollers.
     #[pin]
     posted: PollCondVar,
+    /// Signalled whenever a tenure's record is in the ledger: its readers and pollers.
+    #[pin]
+    tenure_ended: PollCondVar,
     /// Per core and counter (at `core * NODE_COUNT + counter`), what wakes the pollers of its
     /// `total` and `present` files; empty until the sysfs tree registers them.
     #[pin]
@@ -224,7 +239,7 @@ impl DeviceState {
     /// A device with 16 zeroed slabs.
     pub(crate) fn new(config: DeviceConfig) -> Result<Arc<Self>> {
         let inner = Inner {
-            pool: SlotPool::new(),
+            pool: KBox::new(SlotPool::new(), GFP_KERNEL)?,
             openers: KVec::new(),
             mappings: KBox::new(ViewMappings::new(), GFP_KERNEL)?,
             totals: DeviceTotals::new(config.core_count)?,
@@ -236,6 +251,7 @@ impl DeviceState {
                 )?,
                 GFP_KERNEL,
             )?,
+            ledger: Ledger::new()?,
             notify: NotifyPolicy::new(),
         };
         let snapshot = SlabSnapshot::new(config.core_count)?;
@@ -255,6 +271,7 @@ impl DeviceState {
                 slot_freed <- new_condvar!(),
                 scrub_work <- new_delayed_work!("neuron_ds::scrub"),
                 posted <- new_poll_condvar!("neuron_ds::posted"),
+                tenure_ended <- new_poll_condvar!("neuron_ds::tenure_ended"),
                 notifiers <- new_mutex!(KVec::new()),
                 notify_work <- new_delayed_work!("neuron_ds::notify"),
                 started: MonotonicNs::now(),
@@ -374,6 +391,7 @@ mod tests {
             SYSFS_COUNTERS, //
         },
     };
+    use crate::abi::ledger::TenureEnd;
     use crate::state::{
         slab_values::SlabWord,
         view_mappings::MAPPINGS_PER_VIEW,
@@ -432,8 +450,22 @@ mod tests {
         // Core 1: 3 successes and 10 MACs.
         slab.store(nc(1, NcCounter::InferCompleted)?, 3);
         slab.store(nc(1, NcCounter::MacCount)?, 10);
-        device.release_own(&me);
+        device.release_own(&me, TenureEnd::Release);
         assert_eq!(slab.load(GENERATION_WORD), generation + 1);
+        {
+            // The ledger's record of the tenure: its end, generation and final counters.
+            let inner = device.inner.lock();
+            let (seq, entry) = inner.ledger.first_from(0).ok_or(EINVAL)?;
+            let ended = entry.ended.as_ref().ok_or(EINVAL)?;
+            assert_eq!(seq, 1);
+            assert_eq!((ended.end, ended.generation), (TenureEnd::Release, generation));
+            let success = crate::state::totals::NODE_SOURCES
+                .iter()
+                .position(|source| source.get() == NcCounter::InferCompleted.index())
+                .ok_or(EINVAL)?;
+            assert_eq!(entry.counters[1][success], 3);
+            assert!(ended.started_ns <= ended.ended_ns);
+        }
         let success = node_of(SysfsGroup::Status, "success")?;
         let flops = node_of(SysfsGroup::OtherInfo, "flop_count")?;
         assert_eq!(
@@ -445,7 +477,7 @@ mod tests {
         );
         assert_eq!(device.counter(nth_core(1)?, flops).total, 20);
         // A release without a slab is a no-op.
-        device.release_own(&me);
+        device.release_own(&me, TenureEnd::Release);
         assert_eq!(device.counter(nth_core(1)?, success).total, 3);
         // Zero every released slab now: stop the work item (waiting for a scrub it is in the
         // middle of), then scrub what it left dirty.
@@ -477,7 +509,7 @@ mod tests {
         assert_eq!(device.counter(nth_core(0)?, success), Shown::default());
         slab.store(offset, 6);
         assert_eq!(device.counter(nth_core(0)?, success).total, 2);
-        device.release_own(&me);
+        device.release_own(&me, TenureEnd::Release);
         assert_eq!(
             device.counter(nth_core(0)?, success),
             Shown {
@@ -516,7 +548,7 @@ mod tests {
                 Err(ENOMEM)
             );
         }
-        device.release_own(&me);
+        device.release_own(&me, TenureEnd::Release);
         // Released: the grant of that tenure maps nothing, for reading or writing.
         for access in [Access::Read, Access::Owner] {
             assert_eq!(

@@ -6,6 +6,11 @@
 
 use crate::{
     abi::{
+        ledger::{
+            TenureRecord,
+            NDS_IOCTL_FOLLOW_LEDGER,
+            TENURE_RECORD_SIZE, //
+        },
         ioctl::{
             MetricsMode,
             NeuronDsInfo,
@@ -37,6 +42,7 @@ use crate::{
             Fault,
             FaultOutcome, //
         },
+        zeroed::zeroed_box,
     },
     state::{
         slots::PerSlot,
@@ -61,6 +67,10 @@ use kernel::{
     new_mutex,
     prelude::*,
     sync::{
+        atomic::{
+            ordering::Relaxed,
+            AtomicFlag, //
+        },
         poll::PollTable,
         Arc,
         Mutex, //
@@ -70,6 +80,7 @@ use kernel::{
         UserSlice, //
     },
 };
+use zerocopy::IntoBytes;
 
 /// A slab that mappings through this file may name, as an ACQUIRE through it found it. A
 /// grant names a view; it admits nobody: whoever maps through the file (any process sharing
@@ -89,6 +100,9 @@ pub(crate) struct OpenFile {
     device: Arc<DeviceState>,
     /// The thread group that opened the file.
     opener: ThreadGroup,
+    /// Whether `read` and `poll` serve the tenure ledger instead of the metric posts, for
+    /// good once `FOLLOW_LEDGER` set it.
+    follows_ledger: AtomicFlag,
     /// What the file may map, per slot. Never held together with the device lock.
     #[pin]
     grants: Mutex<PerSlot<Option<Grant>>>,
@@ -159,7 +173,7 @@ impl OpenFile {
         match info.pid {
             pid if pid < 0 => Err(EINVAL),
             pid if pid == 0 || pid == own_pid => {
-                self.device.release_own(&me);
+                self.device.release_own(&me, TenureEnd::Release);
                 Ok(0)
             }
             _ => Ok(0),
@@ -168,6 +182,44 @@ impl OpenFile {
 }
 
 const _: () = assert!(SLAB_SIZE <= u32::MAX as usize);
+
+impl OpenFile {
+    /// `read` of a file that follows the ledger: whole [`TenureRecord`]s from the file position
+    /// on (the next sequence number wanted), each as its reader may read it; waits for the
+    /// first when there is none yet, unless the read must not wait (`EAGAIN`).
+    fn read_ledger(
+        mut kiocb: Kiocb<'_, Pin<KBox<Self>>>,
+        iov: &mut IovIterDest<'_>,
+    ) -> Result<usize> {
+        let max = iov.len() / TENURE_RECORD_SIZE;
+        if max == 0 {
+            return Err(EINVAL);
+        }
+        let device = kiocb.file().device.clone();
+        let nonblocking = is_nonblocking(&kiocb);
+        // One record at a time, in a buffer of its own: too large for the stack, and copied
+        // out with no lock held.
+        let mut record = zeroed_box::<TenureRecord>(GFP_KERNEL)?;
+        let mut copied = 0;
+        while copied / TENURE_RECORD_SIZE < max {
+            let from = u64::try_from(*kiocb.ki_pos_mut()).unwrap_or(0);
+            // Only the first record may be waited for.
+            let waits = copied == 0 && !nonblocking;
+            match device.read_tenure(from, kiocb_file(&kiocb), !waits, &mut record) {
+                Ok(()) => {}
+                Err(err) if copied == 0 => return Err(err),
+                Err(_) => break,
+            }
+            let bytes = record.as_bytes();
+            if iov.copy_to_iter(bytes) != bytes.len() {
+                return if copied == 0 { Err(EFAULT) } else { Ok(copied) };
+            }
+            copied += bytes.len();
+            *kiocb.ki_pos_mut() = i64::try_from(record.seq + 1).unwrap_or(i64::MAX);
+        }
+        Ok(copied)
+    }
+}
 
 impl MiscFile for OpenFile {
     type Data = Arc<DeviceState>;
@@ -179,6 +231,7 @@ impl MiscFile for OpenFile {
             try_pin_init!(Self {
                 device: device.clone(),
                 opener,
+                follows_ledger: AtomicFlag::new(false),
                 grants <- new_mutex!(PerSlot::from_fn(|_| None)),
             }),
             GFP_KERNEL,
@@ -196,7 +249,7 @@ impl MiscFile for OpenFile {
         // The file is gone, and with it every mapping made through it (a mapping holds its
         // file): when it was its group's last, the group's slab goes too.
         if this.device.remove_opener(&this.opener) {
-            this.device.release_own(&this.opener);
+            this.device.release_own(&this.opener, TenureEnd::LastClose);
         }
     }
 
@@ -207,6 +260,12 @@ impl MiscFile for OpenFile {
             NEURON_IOCTL_ACQUIRE_NEURON_DS => this.acquire_ioctl(arg),
             NEURON_IOCTL_RELEASE_NEURON_DS => this.release_ioctl(arg),
             NEURON_IOCTL_METRICS_CTRL => this.metrics_ctrl_ioctl(arg),
+            NDS_IOCTL_FOLLOW_LEDGER => {
+                // From now on this file reads the ledger, from its position: the first record
+                // kept unless a `pread` names a sequence number.
+                this.follows_ledger.store(true, Relaxed);
+                Ok(0)
+            }
             _ => Err(ENOTTY),
         }
     }
@@ -223,6 +282,9 @@ impl MiscFile for OpenFile {
         mut kiocb: Kiocb<'_, Pin<KBox<Self>>>,
         iov: &mut IovIterDest<'_>,
     ) -> Result<usize> {
+        if kiocb.file().follows_ledger.load(Relaxed) {
+            return Self::read_ledger(kiocb, iov);
+        }
         if !opener_perfmon_capable(kiocb_file(&kiocb)) {
             return Err(EPERM);
         }
@@ -249,6 +311,14 @@ impl MiscFile for OpenFile {
     /// opener may not read posts (a `read` fails with `EPERM`).
     #[inline]
     fn poll(this: Pin<&Self>, file: &File, table: PollTable<'_>) -> PollEvents {
+        if this.follows_ledger.load(Relaxed) {
+            let from = u64::try_from(file_position(file)).unwrap_or(0);
+            return if this.device.poll_ledger(file, &table, from) {
+                PollEvents::READABLE
+            } else {
+                PollEvents::NONE
+            };
+        }
         if !opener_perfmon_capable(file) {
             return PollEvents::ERROR;
         }

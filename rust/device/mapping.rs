@@ -12,6 +12,8 @@ use super::{
 use crate::{
     shim::{
         capability::perfmon_capable,
+        cgroup::CgroupName,
+        clock::realtime_ns,
         thread_group::{
             Credentials,
             ThreadGroup, //
@@ -51,10 +53,14 @@ impl Owner {
     /// The current task's thread group as an owner from now on: its address space and
     /// credentials are the tenure's.
     pub(super) fn current() -> Result<Self> {
+        let group = ThreadGroup::current()?;
         Ok(Self {
-            group: ThreadGroup::current()?,
+            dumpable: group.is_dumpable().unwrap_or(false),
+            group,
             image: current_image(),
             credentials: Credentials::current(),
+            started_ns: realtime_ns(),
+            cgroup: KBox::new(CgroupName::of_current(), GFP_KERNEL)?,
         })
     }
 

@@ -8,6 +8,7 @@ use super::{
     Owner, //
 };
 use crate::{
+    abi::ledger::TenureEnd,
     shim::thread_group::ThreadGroup,
     state::slots::{
         PerSlot,
@@ -93,7 +94,9 @@ impl DeviceState {
                 }
                 Some((slot, true)) => {
                     drop(inner);
-                    self.release_slot(|index, owned| index == slot && owned.outlived());
+                    self.release_slot(TenureEnd::Outlived, |index, owned| {
+                        index == slot && owned.outlived()
+                    });
                     inner = self.inner.lock();
                     continue;
                 }
@@ -161,9 +164,10 @@ impl DeviceState {
         })
     }
 
-    /// Releases the slab of thread group `group`, if it has one.
-    pub(crate) fn release_own(self: &Arc<Self>, group: &ThreadGroup) {
-        self.release_slot(|_, owner| owner.group.same_as(group));
+    /// Releases the slab of thread group `group`, if it has one; `end` says how its tenure
+    /// ended.
+    pub(crate) fn release_own(self: &Arc<Self>, group: &ThreadGroup, end: TenureEnd) {
+        self.release_slot(end, |_, owner| owner.group.same_as(group));
     }
 
     /// Releases every slab whose owner's thread group has exited, or outlived its tenure
@@ -182,7 +186,15 @@ impl DeviceState {
         };
         for (slot, _) in reaped.iter().filter(|(_, reaped)| **reaped) {
             // Checked again under the lock: the group's last close may have released it since.
-            self.release_slot(|index, owner| index == slot && ended(owner));
+            // An exited group's tenure was reaped, whatever it ran last.
+            let end = {
+                let inner = self.inner.lock();
+                match inner.pool.get(slot).owner() {
+                    Some(owner) if owner.group.has_exited() => TenureEnd::Reaped,
+                    _ => TenureEnd::Outlived,
+                }
+            };
+            self.release_slot(end, |index, owner| index == slot && ended(owner));
         }
     }
 }

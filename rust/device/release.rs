@@ -11,9 +11,10 @@
 //!    can write it no more. Only then is the new generation written into the slab, so a reader
 //!    that sees it sees no write of the ended tenure after it.
 //! 3. One snapshot of the slab (final: nobody can write it any more) is taken without the lock,
-//!    so sysfs readers never wait for it; then, under the lock, it feeds both the sysfs totals
-//!    and the metrics, and the slot becomes free to zero. Until then sysfs counts the slab as
-//!    live, reading the same final values.
+//!    so sysfs readers never wait for it; then, under the lock, it feeds the sysfs totals, the
+//!    metrics and the tenure ledger (a record in place, which neither allocates nor waits), and
+//!    the slot becomes free to zero. Until then sysfs counts the slab as live, reading the same
+//!    final values.
 //! 4. Without the lock, by a work item or by the next owner if it comes first, the pages of
 //!    the readers' mappings are removed, in every process, and then the slab is zeroed page by
 //!    page; then it is free. A new owner always gets the free slot released longest ago.
@@ -25,13 +26,19 @@
 //! mappings a reader makes to slow it.
 
 use super::{
+    ledger::TenureOwner,
     DeviceState,
     Owner,
     SCRUB_WORK, //
 };
 use crate::{
-    shim::barrier::smp_wmb,
+    abi::ledger::TenureEnd,
+    shim::{
+        barrier::smp_wmb,
+        clock::realtime_ns, //
+    },
     state::{
+        ledger::Ended,
         slab_values::{
             LiveSlab,
             GENERATION_WORD, //
@@ -78,14 +85,27 @@ impl DeviceState {
     /// is one: see the module documentation. Picking and leaving the owner happen under one
     /// lock, so two paths releasing the same owner (its last close and the reaper) never both
     /// do.
-    pub(super) fn release_slot(self: &Arc<Self>, matches: impl FnMut(SlotIndex, &Owner) -> bool) {
-        let releasing = {
+    pub(super) fn release_slot(
+        self: &Arc<Self>,
+        end: TenureEnd,
+        matches: impl FnMut(SlotIndex, &Owner) -> bool,
+    ) {
+        let (releasing, owner) = {
             let mut inner = self.inner.lock();
-            let Some(releasing) = inner.pool.begin_release(matches) else {
+            let Some(released) = inner.pool.begin_release(matches) else {
                 return;
             };
-            self.view_moved(&mut inner, releasing.slot());
-            releasing
+            self.view_moved(&mut inner, released.0.slot());
+            released
+        };
+        let ended = Ended {
+            // CAST: below `SLOT_COUNT`, 16.
+            slot: releasing.slot().get() as u8,
+            end,
+            generation: releasing.generation().wrapping_sub(1),
+            started_ns: owner.started_ns,
+            ended_ns: realtime_ns(),
+            owner: TenureOwner::from(owner),
         };
         let slot = releasing.slot();
         self.unmap_window(slot, Access::Owner, releasing.ended_view());
@@ -98,6 +118,8 @@ impl DeviceState {
             let mut inner = self.inner.lock();
             inner.totals.add_release(slot, &*snapshot);
             inner.metrics.on_release(&*snapshot);
+            inner.ledger.record(ended, &snapshot);
+            self.tenure_ended.notify_all();
             inner
                 .pool
                 .finish_release(releasing, CLEAR_TICK.fetch_add(1, Relaxed));

@@ -16,19 +16,23 @@ use kernel::{
 enum Capability {
     SysAdmin,
     Perfmon,
+    SysPtrace,
 }
 
 impl Capability {
     fn number(self) -> c_int {
         const SYS_ADMIN: c_int = bindings::CAP_SYS_ADMIN as c_int;
         const PERFMON: c_int = bindings::CAP_PERFMON as c_int;
+        const SYS_PTRACE: c_int = bindings::CAP_SYS_PTRACE as c_int;
         const _: () = assert!(
             bindings::CAP_SYS_ADMIN <= bindings::CAP_LAST_CAP
                 && bindings::CAP_PERFMON <= bindings::CAP_LAST_CAP
+                && bindings::CAP_SYS_PTRACE <= bindings::CAP_LAST_CAP
         );
         match self {
             Self::SysAdmin => SYS_ADMIN,
             Self::Perfmon => PERFMON,
+            Self::SysPtrace => SYS_PTRACE,
         }
     }
 }
@@ -67,4 +71,11 @@ fn opener_capable(file: &LocalFile, cap: Capability) -> bool {
 /// process (a set-uid program's standard input) reads nothing its opener could not.
 pub(crate) fn opener_perfmon_capable(file: &LocalFile) -> bool {
     opener_capable(file, Capability::Perfmon) || opener_capable(file, Capability::SysAdmin)
+}
+
+/// Whether the task that opened `file` could read any process's state then: `CAP_SYS_PTRACE`
+/// in the initial user namespace, which the kernel's rule for reading another process accepts
+/// whatever the ids.
+pub(crate) fn opener_may_read_any_process(file: &LocalFile) -> bool {
+    opener_capable(file, Capability::SysPtrace)
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Readings of the monotonic clock whose differences need no overflow check.
+//! Readings of the monotonic clock whose differences need no overflow check, and of the
+//! real-time clock as a plain count.
 //!
 //! Rust header: [`rust/kernel/time.rs`](srctree/rust/kernel/time.rs)
 //!
@@ -9,8 +10,14 @@
 
 use kernel::time::{
     ClockSource,
-    Monotonic, //
+    Monotonic,
+    RealTime, //
 };
+
+/// `CLOCK_REALTIME` now, in nanoseconds since the epoch (0 for a clock set before it).
+pub(crate) fn realtime_ns() -> u64 {
+    u64::try_from(RealTime::ktime_get()).unwrap_or(0)
+}
 
 /// A reading of `CLOCK_MONOTONIC`, in nanoseconds.
 ///

@@ -17,6 +17,7 @@
 
 pub(crate) mod barrier;
 pub(crate) mod capability;
+pub(crate) mod cgroup;
 pub(crate) mod class;
 pub(crate) mod clock;
 pub(crate) mod kcov;
@@ -28,3 +29,4 @@ pub(crate) mod sysfs;
 pub(crate) mod thread_group;
 pub(crate) mod vma;
 pub(crate) mod workqueue;
+pub(crate) mod zeroed;

@@ -17,6 +17,7 @@
 use core::ptr::NonNull;
 use kernel::{
     bindings,
+    cred::Credential,
     mm::Mm,
     pid_namespace::PidNamespace,
     prelude::*,
@@ -120,6 +121,21 @@ impl ThreadGroup {
         let cred = unsafe { atomic_load(&raw mut (*leader.as_ptr()).real_cred, Relaxed) };
         // SAFETY: `cred` points to live credentials (above).
         Some(unsafe { Credentials::read(cred) })
+    }
+
+    /// Whether the group's leader is dumpable now (`SUID_DUMP_USER`: it runs as the user who
+    /// started it, and did not make itself non-dumpable); `None` if the group is gone.
+    pub(crate) fn is_dumpable(&self) -> Option<bool> {
+        let leader = self.leader()?;
+        let _rcu = rcu::read_lock();
+        // SAFETY: `leader` is referenced; its exec state is RCU-protected and never NULL for a
+        // live task, and the RCU read lock is held; `dumpable` is written with `WRITE_ONCE`.
+        let dumpable = unsafe {
+            let state = atomic_load(&raw mut (*leader.as_ptr()).exec_state, Relaxed)
+                .cast::<TaskExecState>();
+            atomic_load(&raw mut (*state).dumpable, Relaxed)
+        };
+        Some(dumpable == bindings::task_dumpable_TASK_DUMPABLE_OWNER)
     }
 
     /// Whether every thread of the group has exited (the group is dead, reaped or not).
@@ -227,6 +243,44 @@ pub(crate) struct Credentials {
 }
 
 impl Credentials {
+    /// Whether a process with these credentials, dumpable or not, is one that the task with
+    /// credentials `reader` may read by the kernel's rule for reading another process
+    /// (`ThreadGroup::may_be_read_by_current`'s), as far as credentials alone say it: the
+    /// reader's filesystem uid and gid are these real, effective and saved ones, the process
+    /// was `dumpable`, and these permitted capabilities are among the reader's effective
+    /// ones. For a process that may be gone: `CAP_SYS_PTRACE`, which the rule also accepts,
+    /// is for the caller to check of the reader.
+    pub(crate) fn readable_by(&self, dumpable: bool, reader: &Credential) -> bool {
+        let reader = reader.as_ptr();
+        // SAFETY: `reader` is borrowed, so live; its ids and capabilities are written only
+        // before credentials are published.
+        let (fs, effective) = unsafe {
+            (
+                ((*reader).fsuid.val, (*reader).fsgid.val),
+                (*reader).cap_effective.val,
+            )
+        };
+        dumpable
+            && self.uids.iter().all(|&uid| uid == fs.0)
+            && self.gids.iter().all(|&gid| gid == fs.1)
+            && self.permitted & !effective == 0
+    }
+
+    /// The real user and group ids as the user namespace of `reader` maps them (the overflow
+    /// ids where it does not).
+    pub(crate) fn ids_seen_by(&self, reader: &Credential) -> (u32, u32) {
+        let reader = reader.as_ptr();
+        // SAFETY: `reader` is borrowed, so live, and its user namespace with it (credentials
+        // hold their namespace); the mapping functions take any id.
+        unsafe {
+            let namespace = (*reader).user_ns;
+            (
+                bindings::from_kuid_munged(namespace, bindings::kuid_t { val: self.uids[0] }),
+                bindings::from_kgid_munged(namespace, bindings::kgid_t { val: self.gids[0] }),
+            )
+        }
+    }
+
     /// The current task's (its objective credentials, which others read it by).
     pub(crate) fn current() -> Self {
         // SAFETY: `current`'s objective credentials are only replaced by `current` itself, so

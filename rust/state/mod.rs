@@ -6,11 +6,13 @@
 
 pub(crate) mod bounded_index;
 pub(crate) mod core_index;
+pub(crate) mod ledger;
 pub(crate) mod metrics;
 pub(crate) mod nc_index;
 pub(crate) mod notify;
 pub(crate) mod post_ring;
 pub(crate) mod post_value;
+pub(crate) mod seq_ring;
 pub(crate) mod slab_values;
 pub(crate) mod slot_index;
 pub(crate) mod slots;

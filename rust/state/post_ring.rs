@@ -2,28 +2,19 @@
 
 //! The bounded ring of metric posts of one device, read back by sequence number.
 
-use crate::abi::metrics::MetricPost;
+use crate::{
+    abi::metrics::MetricPost,
+    state::seq_ring::SeqRing, //
+};
 use kernel::prelude::*;
 
 /// Posts kept per device: ten periods of every metric with room to spare.
 pub(crate) const RING_CAPACITY: usize = 512;
 
-/// Posts in sequence order; the oldest are dropped when it is full.
-///
-/// # Invariants
-///
-/// The post with sequence number `s` (for `oldest <= s < next`) is at index
-/// `s % RING_CAPACITY`, and `next - oldest <= RING_CAPACITY`.
+/// Posts in sequence order, each carrying its sequence number; the oldest are dropped when it
+/// is full.
 pub(crate) struct PostRing {
-    posts: KBox<[MetricPost; RING_CAPACITY]>,
-    oldest: u64,
-    next: u64,
-}
-
-fn index_of(seq: u64) -> usize {
-    // CAST: the modulo keeps the value below `RING_CAPACITY`, a `usize`; the compiler sees
-    // the bound, so indexing the ring with it has no failing branch.
-    (seq % RING_CAPACITY as u64) as usize
+    posts: SeqRing<MetricPost, RING_CAPACITY>,
 }
 
 impl PostRing {
@@ -39,44 +30,33 @@ impl PostRing {
             reserved: [0; 2],
             value: [0; crate::abi::metrics::METRIC_VALUE_SIZE],
         };
-        // In place: the ring is too large for the stack.
-        let posts = KBox::init(
-            pin_init::init_array_from_fn(|_| Ok::<_, Error>(empty)),
-            GFP_KERNEL,
-        )?;
         Ok(Self {
-            posts,
-            oldest: 1,
-            next: 1,
+            posts: SeqRing::new(|| empty)?,
         })
     }
 
     /// Appends `post`, stamping its sequence number; drops the oldest post if full.
-    pub(crate) fn push(&mut self, mut post: MetricPost) {
-        post.seq = self.next;
-        // PANIC: never, `index_of` is below the ring's length.
-        self.posts[index_of(self.next)] = post;
-        self.next += 1;
-        if self.next - self.oldest > RING_CAPACITY as u64 {
-            self.oldest += 1;
-        }
+    pub(crate) fn push(&mut self, post: MetricPost) {
+        self.posts.push_with(|entry, seq| *entry = MetricPost { seq, ..post });
     }
 
     /// Whether a post from sequence number `from` on is kept (what a reader at `from` would get
     /// at least one of).
     pub(crate) fn has_from(&self, from: u64) -> bool {
-        from.max(self.oldest) < self.next
+        self.posts.has_from(from)
     }
 
     /// Up to `max` posts from sequence number `from` on (or from the oldest kept, if `from`
     /// was dropped already); a reader sees a gap in `seq` when it was too slow.
     pub(crate) fn read(&self, from: u64, max: usize) -> Result<KVec<MetricPost>> {
         let mut out = KVec::new();
-        let mut seq = from.max(self.oldest);
-        while seq < self.next && out.len() < max {
-            // PANIC: as in `push`.
-            out.push(self.posts[index_of(seq)], GFP_KERNEL)?;
-            seq += 1;
+        let mut seq = from;
+        while out.len() < max {
+            let Some((at, post)) = self.posts.first_from(seq) else {
+                break;
+            };
+            out.push(*post, GFP_KERNEL)?;
+            seq = at + 1;
         }
         Ok(out)
     }

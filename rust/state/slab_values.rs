@@ -13,8 +13,15 @@ use crate::{
         layout::{
             nc_counter_offset,
             nd_counter_offset,
+            NDS_PROCESS_INFO_SIZE,
+            NDS_PROCESS_INFO_START,
             NEURON_DATASTORE_SIZE,
             SLAB_GENERATION_OFFSET, //
+        },
+        records::{
+            record_hash,
+            ProcessInfo,
+            ProcessInfoRecord, //
         },
     },
     shim::shared_pages::{
@@ -34,6 +41,7 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*, //
 };
+use zerocopy::FromBytes;
 
 /// Pages in one slab.
 pub(crate) const SLAB_PAGES: usize = NEURON_DATASTORE_SIZE / PAGE_SIZE;
@@ -98,13 +106,32 @@ impl SlabValues for LiveSlab<'_> {
     }
 }
 
-/// Every counter of a device's cores in one slab, copied at one moment.
+impl LiveSlab<'_> {
+    /// The process-info record the owner published, if its hash checks: read word by word
+    /// (the owner may be rewriting it, which the hash then refuses).
+    pub(crate) fn process_info(&self) -> Option<ProcessInfo> {
+        let mut bytes = [0u8; NDS_PROCESS_INFO_SIZE];
+        for (at, chunk) in (NDS_PROCESS_INFO_START..).step_by(8).zip(bytes.chunks_mut(8)) {
+            let word = SlabWord::new(at).map_or(0, |word| self.0.load(word));
+            let word = word.to_ne_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
+        }
+        let record = ProcessInfoRecord::read_from_bytes(&bytes).ok()?;
+        (record.hash != 0 && record.hash == record_hash(&bytes)).then_some(record.info)
+    }
+}
+
+const _: () = assert!(NDS_PROCESS_INFO_START.is_multiple_of(8));
+
+/// Every counter of a device's cores in one slab, and its published process-info, copied at
+/// one moment.
 pub(crate) struct SlabSnapshot {
     /// Cores of the device, whose counters are copied; the others' stay 0.
     core_count: usize,
     /// Per core, its counters by index.
     nc: KBox<PerCore<[u64; NDS_TOTAL_NC_COUNTER_COUNT]>>,
     nd: [u64; NDS_ND_COUNTER_COUNT],
+    process_info: Option<ProcessInfo>,
 }
 
 impl SlabSnapshot {
@@ -117,11 +144,24 @@ impl SlabSnapshot {
                 GFP_KERNEL,
             )?,
             nd: [0; NDS_ND_COUNTER_COUNT],
+            process_info: None,
         })
     }
 
-    /// Copies every counter of the device's cores, and every ND counter, out of `slab`.
-    pub(crate) fn take(&mut self, slab: &impl SlabValues) {
+    /// The cores whose counters are copied.
+    pub(crate) fn core_count(&self) -> usize {
+        self.core_count
+    }
+
+    /// The process-info record published when the snapshot was taken.
+    pub(crate) fn process_info(&self) -> Option<&ProcessInfo> {
+        self.process_info.as_ref()
+    }
+
+    /// Copies every counter of the device's cores, every ND counter and the published
+    /// process-info out of `slab`.
+    pub(crate) fn take(&mut self, slab: &LiveSlab<'_>) {
+        self.process_info = slab.process_info();
         for core in CoreIndex::first(self.core_count) {
             for (counter, value) in NcIndex::all().zip(self.nc[core].iter_mut()) {
                 *value = slab.nc(core, counter);

@@ -306,27 +306,32 @@ impl<O> SlotPool<O> {
     }
 
     /// Starts releasing the first owned slot for which `matches` holds of its index and owner,
-    /// if there is one: the owner is dropped, the generation and the view move on (the new
-    /// generation is even).
+    /// if there is one: the owner leaves (it is returned), the generation and the view move on
+    /// (the new generation is even).
     pub(crate) fn begin_release(
         &mut self,
         mut matches: impl FnMut(SlotIndex, &O) -> bool,
-    ) -> Option<Releasing> {
+    ) -> Option<(Releasing, O)> {
         let (index, slot) = self
             .slots
             .iter_mut()
             .find(|(index, slot)| slot.owner().is_some_and(|owner| matches(*index, owner)))?;
-        slot.state = SlotState::Releasing;
+        let SlotState::Owned(owner) = core::mem::replace(&mut slot.state, SlotState::Releasing)
+        else {
+            // `find` only found owned slots.
+            return None;
+        };
         // INVARIANT: the slot was owned (odd generation).
         slot.generation = slot.generation.wrapping_add(1);
         slot.ended_view = slot.view;
         slot.view = slot.view.wrapping_add(1);
         // INVARIANT: the slot is `Releasing` now, which only `finish_release` ends.
-        Some(Step {
+        let releasing = Step {
             slot: index,
             generation: slot.generation,
             ended_view: slot.ended_view,
-        })
+        };
+        Some((releasing, owner))
     }
 
     /// Ends a release once the slot's counters are aggregated, stamping `tick`.
@@ -394,7 +399,9 @@ mod tests {
 
     /// Starts releasing the slot of `owner`.
     fn begin(pool: &mut Pool, owner: u32) -> Result<Releasing> {
-        pool.begin_release(|_, o| *o == owner).ok_or(EINVAL)
+        let (releasing, released) = pool.begin_release(|_, o| *o == owner).ok_or(EINVAL)?;
+        assert_eq!(released, owner);
+        Ok(releasing)
     }
 
     /// Releases the slot of `owner` all the way to `Dirty`.
@@ -517,7 +524,7 @@ mod tests {
         assert!(pool
             .begin_release(|index, o| index == second && *o == 5)
             .is_none());
-        let releasing = pool
+        let (releasing, _) = pool
             .begin_release(|index, o| index == second && *o == 6)
             .ok_or(EINVAL)?;
         assert_eq!(releasing.slot(), second);

@@ -39,7 +39,7 @@ pub(crate) enum CounterNodes {}
 pub(crate) type CounterNode = BoundedIndex<NODE_COUNT, CounterNodes>;
 
 /// Per node, the index of the slab counter it sums (`SYSFS_COUNTERS[node].source`).
-const NODE_SOURCES: [NcIndex; NODE_COUNT] = {
+pub(crate) const NODE_SOURCES: [NcIndex; NODE_COUNT] = {
     let mut sources = [nc_index(SYSFS_COUNTERS[0].source); NODE_COUNT];
     let mut node = 1;
     while node < NODE_COUNT {

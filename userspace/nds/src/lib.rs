@@ -31,7 +31,8 @@ mod seqlock;
 #[cfg(test)]
 mod test_support;
 mod truncation;
-// Floor 1: word-level access to the slab.
+// Floor 1: word-level access to the slab; the device's tenure ledger.
+pub mod ledger;
 mod slab;
 // Floor 2: where a slab comes from, counter handles, records.
 mod backend;
@@ -55,6 +56,7 @@ pub use backend::Backend;
 pub use datastore::Datastore;
 pub use error::{Error, Result};
 pub use handles::{CoreCounter, CounterView, CounterWord, NeuronCore};
+pub use ledger::{LedgerEvent, LedgerFollower};
 pub use models::{Model, ModelEntry, ModelSlot};
 pub use producer::Producer;
 pub use reader::Reader;
