@@ -171,7 +171,7 @@ fn counts_stay_exact_across_two_exporter_restarts() {
     let exporter = start_exporter();
     settle(&exporter, &prometheus);
     write(&y, 20, &mut written);
-    std::thread::sleep(Duration::from_millis(100));
+    // The exporter started two reports ago (settle): Z starts after it.
     let z = Owner::start(&scratch);
     write(&z, 10, &mut written);
     settle(&exporter, &prometheus);
