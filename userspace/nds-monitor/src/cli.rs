@@ -74,6 +74,10 @@ pub struct Cli {
     /// Root of the Neuron driver's sysfs devices (device type and ECC counters, where present).
     #[arg(long, default_value = DEFAULT_HARDWARE_ROOT)]
     pub hardware_sysfs_root: PathBuf,
+    /// Where to read the host's CPU and memory (`stat`, `meminfo`) and each process's CPU
+    /// time and start time (`<pid>/stat`).
+    #[arg(long, default_value = "/proc")]
+    pub proc_root: PathBuf,
     /// The kubelet's PodResources socket (`/var/lib/kubelet/pod-resources/kubelet.sock`):
     /// label the exposition's per-process and per-core series with the pod, namespace and
     /// container holding their Neuron device or cores. Off unless given; Prometheus only.

@@ -57,6 +57,7 @@ fn source(cli: &Cli) -> Source {
         },
         sysfs: SysfsRoot::new(&cli.sysfs_root),
         host: HostSource {
+            proc_root: cli.proc_root.clone(),
             module_dir: cli.module_dir.clone(),
             hardware: HardwareTree::new(&cli.hardware_sysfs_root),
             instance_metadata: cli.instance_metadata.clone(),

@@ -380,6 +380,7 @@ fn keep_producing(
             store
                 .increment_nc_counter(0, NcCounter::InferenceCount.index(), 1)
                 .unwrap();
+            // The producer's pace (not synchronisation): at most 2 ms busy in every 5 ms.
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     })
@@ -463,8 +464,9 @@ fn live_utilization(scratch: &Scratch, written: TimeInUseUnit, args: &[&str]) ->
 
 #[test]
 fn utilization_follows_the_modules_unit_or_the_option() {
-    // At most 2 ms busy per 5 ms: 40 %, less when the writer falls behind.
-    let plausible = |ratio: f64| ratio > 0.05 && ratio <= 0.4 + 1e-9;
+    // At most 2 ms busy per 5 ms: 40 %; however slow the machine, at least one write of
+    // 2 ms in the second measured, 0.2 % (a unit 10⁶ off reads below 10⁻⁶, or above 100 %).
+    let plausible = |ratio: f64| (0.001..=0.4 + 1e-9).contains(&ratio);
     let scratch = Scratch::new("cli-unit");
     let microseconds = TimeInUseUnit::MICROSECOND;
     scratch.module_time_unit(microseconds);

@@ -18,8 +18,9 @@ const SECOND: Duration = Duration::from_secs(1);
 
 /// A report of two processes (one per device, two cores each) with every group filled in:
 /// both ran executions during the period (so latencies were sampled), the slab files are
-/// named after this test process (so `/proc/<pid>/stat` exists), a driver tree gives ECC
-/// counters and the device type, and a fake metadata service on loopback gives the instance.
+/// named after this test process (shown in the scratch `/proc`, so its `<pid>/stat` is
+/// there), a driver tree gives ECC counters and the device type, and a fake metadata service
+/// on loopback gives the instance.
 fn full_document(scratch: &Scratch) -> MonitorDocument {
     full_report(scratch).0
 }
@@ -30,6 +31,7 @@ fn full_report(scratch: &Scratch) -> (MonitorDocument, Monitor) {
     scratch.hardware(2, 4);
     let imds = FakeImds::start(false);
     let pid = own_pid();
+    scratch.show_process(pid);
     produce(&scratch.slabs(), 0, pid, "contract-d0", 150);
     produce(&scratch.slabs(), 1, pid, "contract-d1", 150);
     let mut source = scratch.source();

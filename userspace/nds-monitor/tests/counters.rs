@@ -166,6 +166,8 @@ fn a_tag_filtered_out_feeds_nothing_and_sampling_follows_the_rule() {
 fn after_a_restart_a_tag_counts_only_what_the_new_monitor_saw() {
     let scratch = Scratch::new("counters-restart");
     let live = own_pid();
+    // This test process ran before every monitor below.
+    scratch.show_process(live);
     let before = produce(&scratch.slabs(), 0, live, "restart", 80);
     let completed = ["runtime_tag=\"restart\"", "status_type=\"completed\""];
     let pid_core0 = [
@@ -202,8 +204,8 @@ fn after_a_restart_a_tag_counts_only_what_the_new_monitor_saw() {
         );
     }
     assert!(before.statuses["NRT_SUCCESS"] > 0);
-    // A slab whose process is gone (no /proc entry) counts whole, as one that started after
-    // the monitor.
+    // A slab whose process is gone (no entry in the scratch /proc) counts whole, as one that
+    // started after the monitor.
     let t0 = Instant::now();
     let mut monitor = Monitor::new(scratch.source(), Plan::everything(SECOND), t0).with_counters();
     let gone = produce(&scratch.slabs(), 0, 999_999_999, "gone", 20);

@@ -19,6 +19,8 @@ fn monitor(scratch: &Scratch) -> Command {
         .arg(scratch.sys())
         .arg("--module-dir")
         .arg(scratch.0.join("module"))
+        .arg("--proc-root")
+        .arg(scratch.proc_root())
         .args(["--instance-metadata", "off"]);
     command
 }

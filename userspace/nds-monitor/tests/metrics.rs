@@ -21,13 +21,14 @@ use nds_sampler::Monitor;
 const SECOND: Duration = Duration::from_secs(1);
 
 /// The served exposition of a monitor with everything to show: a process of this test's pid
-/// (so that `/proc` has its CPU use) whose two cores a pod holds, executing between ticks so
-/// that latencies are sampled, the kernel's totals, a driver tree with ECC counters, and a
-/// kubelet call that failed.
+/// (shown in the scratch `/proc`, which then has its CPU use) whose two cores a pod holds,
+/// executing between ticks so that latencies are sampled, the kernel's totals, a driver tree
+/// with ECC counters, and a kubelet call that failed.
 fn rich_exposition(scratch: &Scratch) -> String {
     scratch.sysfs(1, 2, 7, 1);
     scratch.hardware(1, 3);
     let pid = own_pid();
+    scratch.show_process(pid);
     produce(&scratch.slabs(), 0, pid, "everything", 200);
     let feed = nds_exporter::pods::PodFeed::new(Duration::from_secs(3600));
     let t0 = Instant::now();

@@ -314,7 +314,8 @@ fn host_groups_come_from_proc_and_the_driver_tree() {
     let scratch = Scratch::new("host");
     scratch.sysfs(2, 2, 0, 0);
     scratch.hardware(2, 5);
-    let proc = scratch.0.join("proc");
+    // A `/proc` whose every file this test writes (the scratch's own shows the machine's).
+    let proc = scratch.0.join("written-proc");
     let stat = |user: u64, idle: u64, ctxt: u64| {
         format!(
             "cpu  {} 0 100 {} 0 0 0 0 0 0\ncpu0 {user} 0 50 {idle} 0 0 0 0 0 0\n\

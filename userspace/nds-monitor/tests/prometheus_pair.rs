@@ -31,7 +31,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -175,9 +175,14 @@ fn parse_exposition(body: &str) -> LoopScrape {
     scrape
 }
 
-/// Scrapes `address` every 100 ms until `stop`: every answer parsed, and the first body of
-/// each report number with the report numbers whose later bodies differed from it.
-fn scrape_loop(address: &str, stop: &AtomicBool) -> (Vec<LoopScrape>, Vec<u64>) {
+/// Scrapes `address` every 100 ms until `stop`, counting its scrapes in `count`: every
+/// answer parsed, and the first body of each report number with the report numbers whose
+/// later bodies differed from it.
+fn scrape_loop(
+    address: &str,
+    stop: &AtomicBool,
+    count: &AtomicUsize,
+) -> (Vec<LoopScrape>, Vec<u64>) {
     let mut seen = Vec::new();
     let mut bodies: BTreeMap<u64, String> = BTreeMap::new();
     let mut differing = Vec::new();
@@ -193,6 +198,8 @@ fn scrape_loop(address: &str, stop: &AtomicBool) -> (Vec<LoopScrape>, Vec<u64>) 
             }
         }
         seen.push(scrape);
+        count.fetch_add(1, Ordering::Relaxed);
+        // A scraper's pace (not synchronisation): the loop runs until the test stops it.
         std::thread::sleep(Duration::from_millis(100));
     }
     (seen, differing)
@@ -212,6 +219,25 @@ fn settle(served: &Served) {
         assert!(Instant::now() < deadline, "the monitor stopped reporting");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Each report number a server's scrapes show, with the first scrape of it.
+fn by_report(stored: &Scrapes) -> BTreeMap<u64, &BTreeMap<Labels, String>> {
+    let mut reports: BTreeMap<u64, &BTreeMap<Labels, String>> = BTreeMap::new();
+    for scrape in stored.values() {
+        reports.entry(report_number(scrape)).or_insert(scrape);
+    }
+    reports
+}
+
+/// How many report numbers both servers stored a scrape of, up to Unix time `at`.
+fn reports_scraped_by_both(one: &PrometheusServer, other: &PrometheusServer, at: f64) -> usize {
+    let (one, other) = (scrapes(one, at), scrapes(other, at));
+    let other = by_report(&other);
+    by_report(&one)
+        .keys()
+        .filter(|number| other.contains_key(number))
+        .count()
 }
 
 /// The `(key, value)` pairs of an instant query's vector of `family` (arithmetic drops the
@@ -267,18 +293,19 @@ fn two_prometheus_servers_and_a_scrape_loop_see_the_same_reports_and_exact_count
     let fast = PrometheusServer::start(&scratch.0.join("fast"), &served.address, FAST_INTERVAL);
     let slow = PrometheusServer::start(&scratch.0.join("slow"), &served.address, SLOW_INTERVAL);
     let stop = Arc::new(AtomicBool::new(false));
+    let loop_scrapes = Arc::new(AtomicUsize::new(0));
     let scraper = {
         let (address, stop) = (served.address.clone(), Arc::clone(&stop));
-        std::thread::spawn(move || scrape_loop(&address, &stop))
+        let count = Arc::clone(&loop_scrapes);
+        std::thread::spawn(move || scrape_loop(&address, &stop, &count))
     };
 
-    // Both servers hold the state before the minute, scraped at least half a second before
-    // the minute's first write (the `offset` comparison below reads the state then).
+    // Both servers hold the state before the minute: the `offset` comparison below reads it
+    // at the later of their two scrapes, both taken before the minute's first write.
     let started = unix_now();
-    fast.scraped_after(started - 60.0);
-    slow.scraped_after(started - 60.0);
-    std::thread::sleep(Duration::from_secs(1));
-    let minute_start = unix_now();
+    let before_minute = fast
+        .scraped_after(started - 60.0)
+        .max(slow.scraped_after(started - 60.0));
     let minute_clock = Instant::now();
 
     // The minute: every step, each live process writes; then the monitor settles (reads the
@@ -331,9 +358,24 @@ fn two_prometheus_servers_and_a_scrape_loop_see_the_same_reports_and_exact_count
     let settled = unix_now();
     fast.scraped_after(settled + 0.5);
     slow.scraped_after(settled + 0.5);
+    // What the comparisons below need: reports both servers scraped, and the loop's scrapes.
+    let deadline = Instant::now() + 2 * MINUTE;
+    while reports_scraped_by_both(&fast, &slow, unix_now()) < 15
+        || loop_scrapes.load(Ordering::Relaxed) < 300
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{} reports scraped by both servers, {} scrapes of the loop",
+            reports_scraped_by_both(&fast, &slow, unix_now()),
+            loop_scrapes.load(Ordering::Relaxed)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
     stop.store(true, Ordering::Relaxed);
     let (looped, differing) = scraper.join().unwrap();
-    let at = unix_now();
+    // Whole milliseconds, as Prometheus keeps time: the offset below is then exact.
+    let at_ms = (unix_now() * 1000.0).round() as i64;
+    let at = at_ms as f64 / 1000.0;
     let after = before.plus(&during);
 
     let fast_scrapes = scrapes(&fast, at);
@@ -400,21 +442,28 @@ fn two_prometheus_servers_and_a_scrape_loop_see_the_same_reports_and_exact_count
         slow_reports.len(),
         common.len()
     );
-    // The fast server scrapes twice a period, so it has (nearly) every report the slow one
-    // has; a missed scrape on a loaded machine may cost one.
+    // Waited for above: a serve whose requests made reports would have none in common.
     assert!(
-        common.len() >= 15 && common.len() + 3 >= slow_reports.len(),
+        common.len() >= 15,
         "only {} of the slow server's {} reports were also scraped by the fast one",
         common.len(),
         slow_reports.len()
     );
 
-    // The 100 ms loop: one body per report, counters never down, and the servers' values.
+    // The 100 ms loop: one body per report, reports scraped more than once (a serve whose
+    // requests made reports would show each report number once), counters never down, and
+    // the servers' values.
     assert!(
         differing.is_empty(),
         "reports {differing:?} changed between scrapes"
     );
-    assert!(looped.len() >= 300, "only {} loop scrapes", looped.len());
+    let loop_reports: BTreeSet<u64> = looped.iter().map(|scrape| scrape.report).collect();
+    assert!(
+        loop_reports.len() < looped.len(),
+        "{} scrapes of {} reports",
+        looped.len(),
+        loop_reports.len()
+    );
     for pair in looped.windows(2) {
         assert!(pair[0].report <= pair[1].report);
         for (key, value) in &pair[1].counters {
@@ -423,6 +472,7 @@ fn two_prometheus_servers_and_a_scrape_loop_see_the_same_reports_and_exact_count
         }
     }
     let mut loop_matched = 0;
+    let mut matched_reports = BTreeSet::new();
     for scrape in &looped {
         if let Some(stored) = fast_reports.get(&scrape.report) {
             assert_eq!(
@@ -432,16 +482,26 @@ fn two_prometheus_servers_and_a_scrape_loop_see_the_same_reports_and_exact_count
                 scrape.report
             );
             loop_matched += 1;
+            matched_reports.insert(scrape.report);
         }
     }
-    assert!(loop_matched * 2 >= looped.len(), "{loop_matched} matched");
+    // The loop scrapes each report of two seconds many times: it has those the two servers
+    // share, at least.
+    assert!(
+        matched_reports.len() >= 15,
+        "the loop's scrapes matched {} reports of the fast server",
+        matched_reports.len()
+    );
     println!(
-        "loop: {} scrapes, {loop_matched} of reports the fast server also has",
-        looped.len()
+        "loop: {} scrapes of {} reports, {loop_matched} scrapes of {} reports the fast server \
+         also has",
+        looped.len(),
+        loop_reports.len(),
+        matched_reports.len()
     );
 
     // Exact counts: first raw sample, last raw sample, and their difference, on both.
-    let offset_ms = ((at - (minute_start - 0.5)) * 1000.0).round() as u64;
+    let offset_ms = at_ms - (before_minute * 1000.0).round() as i64;
     for (server, stored) in [(&fast, &fast_scrapes), (&slow, &slow_scrapes)] {
         let first = tag_counters(stored.values().next().unwrap());
         let last = tag_counters(stored.values().last().unwrap());

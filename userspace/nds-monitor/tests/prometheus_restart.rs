@@ -31,12 +31,15 @@ fn unix_now() -> f64 {
         .as_secs_f64()
 }
 
-/// A real process, so that its slab file names a pid whose start time the monitor can read.
+/// A real process, so that its slab file names a pid whose start time the monitor can read
+/// (in the scratch `/proc`, which shows it).
 struct Owner(Child);
 
 impl Owner {
-    fn start() -> Self {
-        Self(Command::new("sleep").arg("600").spawn().unwrap())
+    fn start(scratch: &Scratch) -> Self {
+        let owner = Self(Command::new("sleep").arg("600").spawn().unwrap());
+        scratch.show_process(owner.pid());
+        owner
     }
 
     fn pid(&self) -> i32 {
@@ -142,7 +145,7 @@ fn counts_stay_exact_across_two_exporter_restarts() {
     let mut written = Written::default();
 
     // X worked before any exporter: that is no exporter's to count.
-    let x = Owner::start();
+    let x = Owner::start(&scratch);
     write(&x, 300, &mut Written::default());
     let exporter = start_exporter();
     let prometheus = PrometheusServer::start(&scratch.0.join("prometheus"), &address, "1s");
@@ -152,7 +155,7 @@ fn counts_stay_exact_across_two_exporter_restarts() {
     // X ends; Y, of the same tag, runs.
     std::fs::remove_file(slab_path(&slabs, 0, x.pid())).unwrap();
     drop(x);
-    let y = Owner::start();
+    let y = Owner::start(&scratch);
     write(&y, 70, &mut written);
     settle(&exporter, &prometheus);
 
@@ -168,8 +171,8 @@ fn counts_stay_exact_across_two_exporter_restarts() {
     let exporter = start_exporter();
     settle(&exporter, &prometheus);
     write(&y, 20, &mut written);
-    std::thread::sleep(Duration::from_millis(100));
-    let z = Owner::start();
+    // The exporter started two reports ago (settle): Z starts after it.
+    let z = Owner::start(&scratch);
     write(&z, 10, &mut written);
     settle(&exporter, &prometheus);
 

@@ -40,6 +40,8 @@ fn a_prometheus_server_scrapes_serve_and_answers_by_the_ecosystem_names() {
             .arg(scratch.sys())
             .arg("--hardware-sysfs-root")
             .arg(scratch.hardware_root())
+            .arg("--proc-root")
+            .arg(scratch.proc_root())
             .args([
                 "--instance-metadata",
                 "off",

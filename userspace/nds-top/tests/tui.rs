@@ -81,6 +81,9 @@ fn document_on(device: u32, devices: u32) -> (Scratch, MonitorDocument) {
         },
         sysfs: SysfsRoot::new(sys),
         host: HostSource {
+            // A `/proc` of its own, empty: the producers' pids name no process, whatever
+            // processes the machine runs.
+            proc_root: scratch.0.join("no-proc"),
             hardware: nds_host::hardware::HardwareTree::new(scratch.0.join("no-driver")),
             ..HostSource::default()
         },

@@ -209,6 +209,8 @@ mod tests {
                     if client.write_all(&[*byte]).await.is_err() {
                         break;
                     }
+                    // The client's pace is what is tested, on the paused clock (not
+                    // synchronisation): the whole head would take 1.6 s.
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 client
@@ -236,7 +238,8 @@ mod tests {
             let mut io = Deadline::new(server, PHASES);
             let mut buf = [0u8; 64];
             for _ in 0..3 {
-                // Scrapes 600 ms apart: each one inside the idle period after the last.
+                // Scrapes 600 ms apart, on the paused clock: each one inside the idle period
+                // after the last (the interval under test, not synchronisation).
                 tokio::time::sleep(Duration::from_millis(600)).await;
                 client.write_all(b"GET /metrics\r\n").await.unwrap();
                 assert!(io.read(&mut buf).await.unwrap() > 0);

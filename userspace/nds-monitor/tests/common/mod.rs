@@ -1,7 +1,9 @@
 //! Helpers shared by the monitor's integration tests: scratch directories, in-process
 //! producers writing slab files through the load generator's workload, a sysfs tree laid out
-//! like the module's, a Neuron driver tree and a `/proc` of our own, a fake instance metadata
-//! service on loopback, JSON-schema validation, and the guide's document shape ([`shape`]).
+//! like the module's, a Neuron driver tree, a `/proc` of each test's own (so that the pids
+//! the producers are named by mean what the test says, whatever processes the machine runs),
+//! a fake instance metadata service on loopback, JSON-schema validation, and the guide's
+//! document shape ([`shape`]).
 
 #![allow(dead_code)] // Each test binary uses a different subset.
 
@@ -15,6 +17,7 @@ pub mod written;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write as _};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -43,7 +46,35 @@ impl Scratch {
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(path.join("slabs")).unwrap();
         std::fs::create_dir_all(path.join("sys")).unwrap();
-        Self(path)
+        let scratch = Self(path);
+        // The machine's CPU and memory, and no process until a test shows one.
+        std::fs::create_dir_all(scratch.proc_root()).unwrap();
+        for file in ["stat", "meminfo"] {
+            symlink(
+                Path::new("/proc").join(file),
+                scratch.proc_root().join(file),
+            )
+            .unwrap();
+        }
+        scratch
+    }
+
+    /// The `/proc` the monitors of this scratch read: the machine's `stat` and `meminfo`,
+    /// and only the processes [`Scratch::show_process`] added. A producer named by any other
+    /// pid is not visible there, as a process that is gone: the monitor counts it whole, as
+    /// one that started after it, even where a real process holds that number.
+    pub fn proc_root(&self) -> PathBuf {
+        self.0.join("proc")
+    }
+
+    /// Shows the real process `pid` (this test, or a child it started) in [`Scratch::proc_root`]:
+    /// its start time and CPU time are the kernel's.
+    pub fn show_process(&self, pid: i32) {
+        symlink(
+            Path::new("/proc").join(pid.to_string()),
+            self.proc_root().join(pid.to_string()),
+        )
+        .unwrap();
     }
 
     pub fn slabs(&self) -> PathBuf {
@@ -54,8 +85,8 @@ impl Scratch {
         self.0.join("sys")
     }
 
-    /// `nds-monitor` on this scratch: its slab files, sysfs trees and module directory, every
-    /// group every `period`, no instance metadata; the caller adds the rest.
+    /// `nds-monitor` on this scratch: its slab files, sysfs trees, module directory and
+    /// `/proc`, every group every `period`, no instance metadata; the caller adds the rest.
     pub fn monitor_command(&self, period: &str) -> std::process::Command {
         let mut command = std::process::Command::new(nds_monitor());
         command
@@ -67,6 +98,8 @@ impl Scratch {
             .arg(self.hardware_root())
             .arg("--module-dir")
             .arg(self.0.join("module"))
+            .arg("--proc-root")
+            .arg(self.proc_root())
             .args(["--period", period, "--instance-metadata", "off"]);
         command
     }
@@ -76,15 +109,15 @@ impl Scratch {
         self.0.join("driver")
     }
 
-    /// Slab files and the scratch sysfs tree; the real `/proc`; no driver tree, DMI data,
-    /// module (unless [`Scratch::module_time_unit`] writes its parameter) or instance metadata
-    /// (nothing leaves the machine).
+    /// Slab files, the scratch sysfs tree and `/proc` ([`Scratch::proc_root`]); no driver
+    /// tree, DMI data, module (unless [`Scratch::module_time_unit`] writes its parameter) or
+    /// instance metadata (nothing leaves the machine).
     pub fn source(&self) -> Source {
         Source {
             slabs: SlabSource::Files { dir: self.slabs() },
             sysfs: SysfsRoot::new(self.sys()),
             host: HostSource {
-                proc_root: PathBuf::from("/proc"),
+                proc_root: self.proc_root(),
                 module_dir: self.0.join("module"),
                 hardware: HardwareTree::new(self.hardware_root()),
                 dmi_dir: self.0.join("dmi"),
@@ -201,7 +234,8 @@ pub fn produce_in_unit(
     run_workload(dir, device, pid, tag, count, unit)
 }
 
-/// The pid of this test process: slab files named after it have a real `/proc/<pid>/stat`.
+/// The pid of this test process: slab files named after it have a real `/proc/<pid>/stat`
+/// once [`Scratch::show_process`] shows it.
 pub fn own_pid() -> i32 {
     i32::try_from(std::process::id()).unwrap()
 }

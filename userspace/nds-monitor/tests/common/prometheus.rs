@@ -97,16 +97,17 @@ impl PrometheusServer {
         answer["data"]["result"].as_array().unwrap().clone()
     }
     /// Waits (at most 30 s) until the server stored a scrape of the exporter's
-    /// `nds_monitor_reports_total` taken after Unix time `after`.
-    pub fn scraped_after(&self, after: f64) {
+    /// `nds_monitor_reports_total` taken after Unix time `after`; returns when the latest
+    /// stored scrape was taken (Unix time, to the millisecond as Prometheus keeps it).
+    pub fn scraped_after(&self, after: f64) -> f64 {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let latest = self.query("timestamp(nds_monitor_reports_total)", None);
             let taken = latest
                 .first()
                 .and_then(|sample| sample["value"][1].as_str()?.parse::<f64>().ok());
-            if taken.is_some_and(|taken| taken > after) {
-                return;
+            if let Some(taken) = taken.filter(|&taken| taken > after) {
+                return taken;
             }
             assert!(
                 Instant::now() < deadline,
