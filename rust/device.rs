@@ -382,6 +382,7 @@ impl DeviceState {
 #[kunit_tests(neuron_ds_device)]
 mod tests {
     use super::*;
+    use crate::abi::ledger::TenureEnd;
     use crate::abi::{
         counters::NcCounter,
         layout::nc_counter_offset,
@@ -391,7 +392,6 @@ mod tests {
             SYSFS_COUNTERS, //
         },
     };
-    use crate::abi::ledger::TenureEnd;
     use crate::state::{
         slab_values::SlabWord,
         view_mappings::MAPPINGS_PER_VIEW,
@@ -455,15 +455,18 @@ mod tests {
         {
             // The ledger's record of the tenure: its end, generation and final counters.
             let inner = device.inner.lock();
-            let (seq, entry) = inner.ledger.first_from(0).ok_or(EINVAL)?;
+            let (seq, entry, counters) = inner.ledger.first_from(0).ok_or(EINVAL)?;
             let ended = entry.ended.as_ref().ok_or(EINVAL)?;
             assert_eq!(seq, 1);
-            assert_eq!((ended.end, ended.generation), (TenureEnd::Release, generation));
+            assert_eq!(
+                (ended.end, ended.generation),
+                (TenureEnd::Release, generation)
+            );
             let success = crate::state::totals::NODE_SOURCES
                 .iter()
                 .position(|source| source.get() == NcCounter::InferCompleted.index())
                 .ok_or(EINVAL)?;
-            assert_eq!(entry.counters[1][success], 3);
+            assert_eq!(counters[1][success], 3);
             assert!(ended.started_ns <= ended.ended_ns);
         }
         let success = node_of(SysfsGroup::Status, "success")?;

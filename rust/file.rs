@@ -6,11 +6,6 @@
 
 use crate::{
     abi::{
-        ledger::{
-            TenureRecord,
-            NDS_IOCTL_FOLLOW_LEDGER,
-            TENURE_RECORD_SIZE, //
-        },
         ioctl::{
             MetricsMode,
             NeuronDsInfo,
@@ -18,6 +13,12 @@ use crate::{
             NEURON_IOCTL_ACQUIRE_NEURON_DS,
             NEURON_IOCTL_METRICS_CTRL,
             NEURON_IOCTL_RELEASE_NEURON_DS, //
+        },
+        ledger::{
+            TenureEnd,
+            TenureRecord,
+            NDS_IOCTL_FOLLOW_LEDGER,
+            TENURE_RECORD_SIZE, //
         },
         metrics::METRIC_POST_SIZE,
     },

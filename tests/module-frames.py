@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Checks that no function of the module outside its KUnit tests has a stack frame larger
-than a bound (default 8 KiB, half a kernel stack): a frame near the 16 KiB stack's size
-overflows it once the module loader's or a system call's frames are below it, and the
-kernel's double fault is the only report of it. Reads each function's `sub $N, %rsp` from the
-disassembly of the .ko. Prints the largest frames; exits 1 if any is over the bound.
+than a bound (default 4 KiB, a quarter of a kernel stack): frames nest under the module
+loader's or a system call's, a stack of 16 KiB overflows once they add up to it, and the
+kernel's double fault is the only report of that. Reads each function's `sub $N, %rsp` from
+the disassembly of the .ko. Prints the largest frames; exits 1 if any is over the bound.
 
 Usage: tests/module-frames.py LLVM_OBJDUMP MODULE.ko [BOUND]
 """
@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 objdump, module = sys.argv[1], sys.argv[2]
-bound = int(sys.argv[3]) if len(sys.argv) > 3 else 8192
+bound = int(sys.argv[3]) if len(sys.argv) > 3 else 4096
 
 listing = subprocess.run([objdump, "-d", module], check=True, capture_output=True, text=True)
 frames = {}

@@ -203,9 +203,9 @@ done
 lint "module rustfmt" make -s rustfmtcheck VARIANT="$variant"
 lint "module layers (imports go down, unsafe and kernel-version cfg only in rust/shim)" \
     python3 tests/module-layers.py rust
-# A frame near a kernel stack's 16 KiB overflows it under the loader's or a system call's
-# frames, which only a double fault reports (DeviceState::new once reached 14 KiB).
-lint "module stack frames (every function outside the KUnit tests at most 8 KiB)" \
+# Frames nest under the loader's or a system call's, and a kernel stack of 16 KiB that they
+# overflow is reported by a double fault only (DeviceState::new once reached 14 KiB).
+lint "module stack frames (every function outside the KUnit tests at most 4 KiB)" \
     python3 tests/module-frames.py "llvm-objdump$LLVM_SUFFIX" "build/module-$variant/rust/neuron_ds.ko"
 # The check above would let a version conditional in the domain code through if it missed one.
 layers_refuse_a_version_conditional_outside_the_shim() {

@@ -83,7 +83,8 @@ impl DeviceState {
         record: &mut TenureRecord,
     ) -> Result {
         let privileged = opener_perfmon_capable(file) || opener_may_read_any_process(file);
-        let namespace = current!().active_pid_ns();
+        let caller = current!();
+        let namespace = caller.active_pid_ns();
         let mut inner = self.inner.lock();
         while !inner.ledger.has_from(from) {
             if nonblocking {
@@ -93,14 +94,13 @@ impl DeviceState {
                 return Err(ERESTARTSYS);
             }
         }
-        let Some((seq, entry)) = inner.ledger.first_from(from) else {
+        let Some((seq, entry, counters)) = inner.ledger.first_from(from) else {
             return Err(EAGAIN);
         };
         let TenureEntry {
             ended: Some(ended),
             tag,
             core_count,
-            counters,
         } = entry
         else {
             return Err(EAGAIN);

@@ -22,3 +22,11 @@ pub(crate) fn zeroed_box<T: FromZeros>(flags: Flags) -> Result<KBox<T>, AllocErr
     // `T` (`FromZeros`).
     Ok(unsafe { uninit.assume_init() })
 }
+
+/// A new `T` whose every byte is zero, allocated with `flags` by `kvmalloc` (physically
+/// contiguous if it can be, virtually otherwise: for a `T` of many pages).
+pub(crate) fn zeroed_kvbox<T: FromZeros>(flags: Flags) -> Result<KVBox<T>, AllocError> {
+    let uninit = KVBox::<T>::new_uninit(flags | __GFP_ZERO)?;
+    // SAFETY: as in `zeroed_box`: `kvmalloc` zeroes on `__GFP_ZERO` on either path.
+    Ok(unsafe { uninit.assume_init() })
+}

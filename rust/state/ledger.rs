@@ -51,7 +51,7 @@ pub(crate) struct Ended<O> {
     pub(crate) owner: O,
 }
 
-/// One record of the ledger.
+/// One record of the ledger, but for its counters ([`TenureCounters`]).
 pub(crate) struct TenureEntry<O> {
     /// The tenure; `None` only in the places no record has been written to yet.
     pub(crate) ended: Option<Ended<O>>,
@@ -59,38 +59,43 @@ pub(crate) struct TenureEntry<O> {
     pub(crate) tag: Option<[u8; NDS_PROCESS_INFO_TAG_SIZE]>,
     /// The cores whose counters are filled in.
     pub(crate) core_count: usize,
-    /// The final value, per core and sysfs counter node, of the slab counter the node reads.
-    pub(crate) counters: [[u64; NODE_COUNT]; MAX_CORES],
 }
 
-impl<O> TenureEntry<O> {
-    /// A place no record was written to.
-    fn empty() -> Self {
-        Self {
-            ended: None,
-            tag: None,
-            core_count: 0,
-            counters: [[0; NODE_COUNT]; MAX_CORES],
-        }
-    }
-}
+/// A record's counters: the final value, per core and sysfs counter node, of the slab counter
+/// the node reads. A few KiB: kept in a ring of their own, allocated zeroed.
+pub(crate) type TenureCounters = [[u64; NODE_COUNT]; MAX_CORES];
 
-/// The ledger of one device.
+/// The ledger of one device: each record's entry and counters, appended together, so that a
+/// sequence number names both.
 pub(crate) struct Ledger<O> {
     records: SeqRing<TenureEntry<O>, LEDGER_CAPACITY>,
+    counters: SeqRing<TenureCounters, LEDGER_CAPACITY>,
 }
 
 impl<O> Ledger<O> {
     /// An empty ledger, its records' room allocated once.
     pub(crate) fn new() -> Result<Self> {
         Ok(Self {
-            records: SeqRing::new(TenureEntry::empty)?,
+            records: SeqRing::new(|| TenureEntry {
+                ended: None,
+                tag: None,
+                core_count: 0,
+            })?,
+            counters: SeqRing::new_zeroed()?,
         })
     }
 
     /// Appends the record of `ended`, with the counters and the published tag that
     /// `snapshot` (the slab as the tenure left it) holds; returns its sequence number.
     pub(crate) fn record(&mut self, ended: Ended<O>, snapshot: &SlabSnapshot) -> u64 {
+        self.counters.push_with(|counters, _| {
+            for (core, values) in counters.iter_mut().enumerate() {
+                let core = CoreIndex::new(core).filter(|core| core.get() < snapshot.core_count());
+                for (value, source) in values.iter_mut().zip(NODE_SOURCES) {
+                    *value = core.map_or(0, |core| snapshot.nc(core, source));
+                }
+            }
+        });
         self.records.push_with(|entry, _| {
             entry.ended = Some(ended);
             entry.tag = snapshot.process_info().map(|info| {
@@ -100,12 +105,6 @@ impl<O> Ledger<O> {
                 tag
             });
             entry.core_count = snapshot.core_count();
-            for (core, values) in entry.counters.iter_mut().enumerate() {
-                let core = CoreIndex::new(core).filter(|core| core.get() < snapshot.core_count());
-                for (value, source) in values.iter_mut().zip(NODE_SOURCES) {
-                    *value = core.map_or(0, |core| snapshot.nc(core, source));
-                }
-            }
         })
     }
 
@@ -114,9 +113,12 @@ impl<O> Ledger<O> {
         self.records.has_from(from)
     }
 
-    /// The first record kept from sequence number `from` on, with its number.
-    pub(crate) fn first_from(&self, from: u64) -> Option<(u64, &TenureEntry<O>)> {
-        self.records.first_from(from)
+    /// The first record kept from sequence number `from` on, with its number and counters.
+    pub(crate) fn first_from(&self, from: u64) -> Option<(u64, &TenureEntry<O>, &TenureCounters)> {
+        let (seq, entry) = self.records.first_from(from)?;
+        // Appended together: the same number is kept in both.
+        let (_, counters) = self.counters.first_from(seq)?;
+        Some((seq, entry, counters))
     }
 }
 
@@ -147,10 +149,7 @@ mod tests {
             SlabWord, //
         },
     };
-    use zerocopy::{
-        FromZeros,
-        IntoBytes,
-    };
+    use zerocopy::{FromZeros, IntoBytes};
 
     fn ended(slot: u8, owner: u32) -> Ended<u32> {
         Ended {
@@ -175,7 +174,10 @@ mod tests {
     fn publish(slab: &Slab, record: &mut ProcessInfoRecord, hash_ok: bool) -> Result {
         record.hash = 0;
         record.hash = record_hash(record.as_bytes()) ^ u32::from(!hash_ok);
-        for (at, chunk) in (NDS_PROCESS_INFO_START..).step_by(8).zip(record.as_bytes().chunks(8)) {
+        for (at, chunk) in (NDS_PROCESS_INFO_START..)
+            .step_by(8)
+            .zip(record.as_bytes().chunks(8))
+        {
             let mut word = [0u8; 8];
             word[..chunk.len()].copy_from_slice(chunk);
             slab.store(SlabWord::new(at).ok_or(EINVAL)?, u64::from_ne_bytes(word));
@@ -198,14 +200,17 @@ mod tests {
         snapshot.take(&LiveSlab::of(&slab));
         let mut ledger = Ledger::new()?;
         assert_eq!(ledger.record(ended(3, 9), &snapshot), 1);
-        let (seq, entry) = ledger.first_from(0).ok_or(EINVAL)?;
+        let (seq, entry, counters) = ledger.first_from(0).ok_or(EINVAL)?;
         assert_eq!(seq, 1);
-        assert_eq!(entry.ended.as_ref().map(|e| (e.slot, e.owner)), Some((3, 9)));
+        assert_eq!(
+            entry.ended.as_ref().map(|e| (e.slot, e.owner)),
+            Some((3, 9))
+        );
         let tag = entry.tag.ok_or(EINVAL)?;
         assert_eq!(c_text(&tag), b"model-a");
         let success = node(SysfsGroup::Status, "success")?;
-        assert_eq!(entry.counters[1][success], 7);
-        assert_eq!(entry.counters[0][success], 0);
+        assert_eq!(counters[1][success], 7);
+        assert_eq!(counters[0][success], 0);
         assert_eq!(entry.core_count, 2);
         // A record whose hash does not check publishes no tag.
         publish(&slab, &mut record, false)?;
@@ -223,7 +228,7 @@ mod tests {
         for owner in 0..total {
             ledger.record(ended(0, u32::try_from(owner)?), &snapshot);
         }
-        let (seq, entry) = ledger.first_from(1).ok_or(EINVAL)?;
+        let (seq, entry, _) = ledger.first_from(1).ok_or(EINVAL)?;
         // Records 1 to 3 were dropped although the reader asked for 1.
         assert_eq!(seq, 4);
         assert_eq!(entry.ended.as_ref().map(|e| e.owner), Some(3));

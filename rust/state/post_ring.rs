@@ -37,7 +37,10 @@ impl PostRing {
 
     /// Appends `post`, stamping its sequence number; drops the oldest post if full.
     pub(crate) fn push(&mut self, post: MetricPost) {
-        self.posts.push_with(|entry, seq| *entry = MetricPost { seq, ..post });
+        self.posts.push_with(|entry, seq| {
+            *entry = post;
+            entry.seq = seq;
+        });
     }
 
     /// Whether a post from sequence number `from` on is kept (what a reader at `from` would get

@@ -4,7 +4,9 @@
 //! posts and the tenure ledger of a device. The entries live in one allocation made when the
 //! ring is, filled in place, so that appending allocates nothing and never fails.
 
+use crate::shim::zeroed::zeroed_kvbox;
 use kernel::prelude::*;
+use zerocopy::FromZeros;
 
 /// `N` entries in sequence order; appending to a full ring overwrites the oldest.
 ///
@@ -23,7 +25,8 @@ impl<T, const N: usize> SeqRing<T, N> {
     const HOLDS: () = assert!(N > 0);
 
     /// An empty ring whose `N` entries are made by `empty`, in place; the first entry
-    /// appended gets sequence number 1.
+    /// appended gets sequence number 1. Each entry passes through this function's frame: a
+    /// large one belongs in [`SeqRing::new_zeroed`].
     pub(crate) fn new(empty: impl Fn() -> T) -> Result<Self> {
         let () = Self::HOLDS;
         let entries = KVBox::init(
@@ -33,6 +36,21 @@ impl<T, const N: usize> SeqRing<T, N> {
         // INVARIANT: empty.
         Ok(Self {
             entries,
+            oldest: 1,
+            next: 1,
+        })
+    }
+
+    /// An empty ring whose entries are all zero bytes, allocated zeroed: for entries too large
+    /// to pass through a stack frame.
+    pub(crate) fn new_zeroed() -> Result<Self>
+    where
+        [T; N]: FromZeros,
+    {
+        let () = Self::HOLDS;
+        // INVARIANT: empty.
+        Ok(Self {
+            entries: zeroed_kvbox(GFP_KERNEL)?,
             oldest: 1,
             next: 1,
         })

@@ -111,7 +111,10 @@ impl LiveSlab<'_> {
     /// (the owner may be rewriting it, which the hash then refuses).
     pub(crate) fn process_info(&self) -> Option<ProcessInfo> {
         let mut bytes = [0u8; NDS_PROCESS_INFO_SIZE];
-        for (at, chunk) in (NDS_PROCESS_INFO_START..).step_by(8).zip(bytes.chunks_mut(8)) {
+        for (at, chunk) in (NDS_PROCESS_INFO_START..)
+            .step_by(8)
+            .zip(bytes.chunks_mut(8))
+        {
             let word = SlabWord::new(at).map_or(0, |word| self.0.load(word));
             let word = word.to_ne_bytes();
             chunk.copy_from_slice(&word[..chunk.len()]);
