@@ -17,8 +17,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::pods::SlabPods;
-
 /// One report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MonitorDocument {
@@ -53,10 +51,6 @@ pub struct RuntimeEntry {
     pub error: String,
     /// The groups due this period.
     pub report: RuntimeReport,
-    /// The containers its series are labelled with in the exposition (none in the JSON, whose
-    /// shape is neuron-monitor's).
-    #[serde(skip)]
-    pub pods: SlabPods,
 }
 
 /// The runtime groups; a group not due this period is absent.

@@ -12,12 +12,6 @@ use crate::document::Percentiles;
 /// Samples kept per kind and period.
 pub const RESERVOIR_CAPACITY: usize = 1024;
 
-/// Upper bounds of the latency histogram's buckets, in seconds (100 µs to 10 s).
-pub const LATENCY_BUCKETS_SECONDS: [f64; 16] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-    5.0, 10.0,
-];
-
 /// The samples of one period, in microseconds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LatencySamples {

@@ -3,14 +3,13 @@
 //! configuration file and the [`Plan`] it resolves to, when each group is due, and the
 //! building of the runtime groups from two readings of a slab (the period's start and end),
 //! of the latency percentiles, and of the kernel's aggregated totals. It imports the slab
-//! readings of `nds-slabs`, the datastore's own crates and the data types of
-//! `nds-podresources` (no client), never the host readers, the exporter or the sampling loop.
+//! readings of `nds-slabs` and the datastore's own crates, never the host readers, the
+//! exporter or the sampling loop.
 
 #![warn(missing_docs)]
 
-// Floor 0: errors, and the containers of a slab's series.
+// Floor 0: errors.
 pub mod error;
-pub mod pods;
 // Floor 1: the document and the configuration.
 pub mod config;
 pub mod document;

@@ -15,14 +15,16 @@
 //! [`Counters::max_idle`] *of their kind* are forgotten (a later source under the same labels
 //! then starts a new series, with a new `_created`). The two kinds are bounded apart, so that
 //! the churn of one cannot push out the other: per-process series leave the exposition with
-//! their process and are kept only to continue if the same process comes back, so forgetting
-//! them is invisible; per-tag and per-device series stay in the exposition while idle (the
-//! tag's totals do not vanish with its last process) and are forgotten only when more than
+//! their process (once it ended, after a while: [`Counters::retire`], so that a scraper sees
+//! their final values) and are kept only to continue if the same process comes back, so
+//! forgetting them is invisible; per-tag, per-pod and per-device series stay in the exposition
+//! while idle (the tag's totals do not vanish with its last process) and are forgotten only
+//! when more than
 //! `max_idle` distinct label sets of them are idle at once (tags are chosen by whoever owns a
 //! slab, so they cannot be kept without a bound): only then does a scraper see a reset.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use nds_metric_table::MetricFamily;
 
@@ -31,8 +33,8 @@ use nds_metric_table::MetricFamily;
 pub struct Family {
     /// Its declaration: name, help, counter or histogram, and whether `_created` follows it.
     pub metric: &'static MetricFamily,
-    /// Whether an idle series stays in the exposition (per tag or device) or leaves it with
-    /// its process (per process).
+    /// Whether an idle series stays in the exposition (per tag, pod or device) or leaves it
+    /// with its process (per process).
     pub outlives_sources: bool,
 }
 
@@ -80,6 +82,8 @@ struct Series {
     /// Bumped whenever the series goes idle, so that stale entries of the idle queue are
     /// recognised.
     idle_epoch: u64,
+    /// When its last source ended, while it is still shown for that ([`Counters::retire`]).
+    retired: Option<Instant>,
 }
 
 /// Every series, with the idle ones in the order they went idle.
@@ -167,6 +171,7 @@ impl Counters {
                     self.idle_count[Kind::of(series.family)] -= 1;
                 }
                 series.holders += 1;
+                series.retired = None;
             }
             return SeriesId(slot);
         }
@@ -177,6 +182,7 @@ impl Counters {
             created: unix_now(),
             holders: 1,
             idle_epoch: 0,
+            retired: None,
         };
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -210,6 +216,27 @@ impl Counters {
         self.forget_beyond_bound(kind);
     }
 
+    /// One holder of `id` fewer because its source ended at `at`: as [`Counters::release`],
+    /// but a series that leaves the exposition with its sources stays in it until
+    /// [`Counters::expire`] says its time is up, so that a scraper sees the final value.
+    pub fn retire(&mut self, id: SeriesId, at: Instant) {
+        self.release(id);
+        if let Some(series) = self.slots.get_mut(id.0).and_then(Option::as_mut) {
+            if series.holders == 0 && !series.family.outlives_sources {
+                series.retired = Some(at);
+            }
+        }
+    }
+
+    /// Takes out of the exposition the retired series whose source ended before `before`.
+    pub fn expire(&mut self, before: Instant) {
+        for series in self.slots.iter_mut().flatten() {
+            if series.retired.is_some_and(|at| at < before) {
+                series.retired = None;
+            }
+        }
+    }
+
     /// Adds `amount` (a count, or seconds) to `id`; nothing else changes a series.
     pub fn add(&mut self, id: SeriesId, amount: f64) {
         if let Some(series) = self.slots.get_mut(id.0).and_then(Option::as_mut) {
@@ -234,7 +261,9 @@ impl Counters {
         self.index
             .values()
             .filter_map(|&slot| self.slots.get(slot).and_then(Option::as_ref))
-            .filter(|series| series.holders > 0 || series.family.outlives_sources)
+            .filter(|series| {
+                series.holders > 0 || series.family.outlives_sources || series.retired.is_some()
+            })
             .map(|series| SeriesView {
                 family: series.family,
                 sample: series.key.2,
@@ -301,6 +330,27 @@ impl Tracked {
     #[must_use]
     pub fn from_first_reading(series: SeriesId) -> Self {
         Self { series, last: None }
+    }
+
+    /// Follows a source into `series` from `value`, a reading already counted elsewhere: the
+    /// next reading adds its increase over it.
+    #[must_use]
+    pub fn starting_at(series: SeriesId, value: u64) -> Self {
+        Self {
+            series,
+            last: Some(value),
+        }
+    }
+
+    /// The source's final reading `value`: only its increase over the last reading, times
+    /// `scale`, goes into the series (final values may leave out some of what the last
+    /// reading counted, which is no restart of the source).
+    pub fn observe_final(&mut self, counters: &mut Counters, value: u64, scale: f64) {
+        let Some(last) = self.last else {
+            return;
+        };
+        self.last = Some(value.max(last));
+        counters.add(self.series, value.saturating_sub(last) as f64 * scale);
     }
 
     /// Feeds `series` from now on, keeping the last reading (a series change, e.g. a new
@@ -438,5 +488,50 @@ mod tests {
         }
         let again = counters.acquire(&PER_TAG, Sample::Total, "t=\"x\"".into());
         assert_eq!(counters.value(again), 0.0, "a forgotten series starts anew");
+    }
+
+    #[test]
+    fn a_retired_per_process_series_is_shown_until_it_expires() {
+        let mut counters = Counters::new(4);
+        let t0 = Instant::now();
+        let pid = counters.acquire(&PER_PROCESS, Sample::Total, "p=\"1\"".into());
+        counters.add(pid, 5.0);
+        counters.retire(pid, t0);
+        let shown = |counters: &Counters| counters.exported().map(|s| s.value).collect::<Vec<_>>();
+        assert_eq!(shown(&counters), [5.0], "its final value is still shown");
+        counters.expire(t0);
+        assert_eq!(shown(&counters), [5.0], "not before its time");
+        counters.expire(t0 + std::time::Duration::from_secs(1));
+        assert!(shown(&counters).is_empty(), "then it leaves");
+        // Taken up again by the same process, and retired again: shown again.
+        let again = counters.acquire(&PER_PROCESS, Sample::Total, "p=\"1\"".into());
+        assert_eq!(counters.value(again), 5.0);
+        counters.retire(again, t0);
+        assert_eq!(shown(&counters), [5.0]);
+        // A lasting series is shown idle anyway, retired or not.
+        let tag = counters.acquire(&PER_TAG, Sample::Total, "t=\"x\"".into());
+        counters.retire(tag, t0);
+        counters.expire(t0 + std::time::Duration::from_secs(1));
+        assert_eq!(shown(&counters), [0.0]);
+    }
+
+    #[test]
+    fn a_final_reading_adds_only_its_increase() {
+        let mut counters = Counters::new(4);
+        let series = counters.acquire(&PER_TAG, Sample::Total, "t=\"x\"".into());
+        let mut tracked = Tracked::new(series);
+        tracked.observe(&mut counters, 10, 1.0);
+        tracked.observe_final(&mut counters, 14, 1.0);
+        assert_eq!(counters.value(series), 14.0);
+        // Final values that leave out part of the last reading: no restart, nothing added.
+        tracked.observe_final(&mut counters, 3, 1.0);
+        assert_eq!(counters.value(series), 14.0);
+        // A source never read before, followed from its first reading: nothing to add to.
+        let mut unread = Tracked::from_first_reading(series);
+        unread.observe_final(&mut counters, 100, 1.0);
+        assert_eq!(counters.value(series), 14.0);
+        let mut counted = Tracked::starting_at(series, 90);
+        counted.observe_final(&mut counters, 100, 0.5);
+        assert_eq!(counters.value(series), 19.0);
     }
 }

@@ -11,7 +11,7 @@ use nds_abi::sysfs::SysfsCounter;
 use crate::counters::Family;
 use nds_metric_table::{self as metrics, MetricFamily};
 
-/// A family whose idle series stay in the exposition (per tag, device or monitor).
+/// A family whose idle series stay in the exposition (per tag, pod, device or monitor).
 const fn lasting(metric: &'static MetricFamily) -> Family {
     Family {
         metric,
@@ -32,6 +32,12 @@ pub static EXECUTION_STATUS: Family = lasting(&metrics::EXECUTION_STATUS_TOTAL);
 
 /// Error classes of every process of a tag.
 pub static EXECUTION_ERRORS: Family = lasting(&metrics::EXECUTION_ERRORS_TOTAL);
+
+/// Outcomes of every process of a container.
+pub static POD_STATUS: Family = lasting(&metrics::NDS_POD_EXECUTION_STATUS_TOTAL);
+
+/// Error classes of every process of a container.
+pub static POD_ERRORS: Family = lasting(&metrics::NDS_POD_EXECUTION_ERRORS_TOTAL);
 
 /// The driver's ECC events.
 pub static HARDWARE_ECC: Family = lasting(&metrics::HARDWARE_ECC_EVENTS_TOTAL);
@@ -67,6 +73,12 @@ pub static MONITOR_ATTACH_FAILURES: Family = lasting(&metrics::NDS_MONITOR_ATTAC
 /// Calls to the kubelet that failed.
 pub static MONITOR_POD_RESOURCES_ERRORS: Family =
     lasting(&metrics::NDS_MONITOR_POD_RESOURCES_ERRORS_TOTAL);
+
+/// Ledger records read, by outcome.
+pub static MONITOR_LEDGER_RECORDS: Family = lasting(&metrics::NDS_MONITOR_LEDGER_RECORDS_TOTAL);
+
+/// Ledger records lost before they were read.
+pub static MONITOR_LEDGER_LOST: Family = lasting(&metrics::NDS_MONITOR_LEDGER_LOST_RECORDS_TOTAL);
 
 /// The per-process family of an `other_info` node.
 #[must_use]

@@ -1,32 +1,45 @@
-//! What one attached slab feeds into the exporter's [`Counters`]: its outcomes and error
-//! classes under its tag, every status and usage node of each of its NeuronCores under its
-//! pid, and the latencies sampled from it.
+//! What one tenure feeds into the exporter's [`Counters`]: its outcomes and error classes
+//! under its tag and under its container, every status and usage node of each of its
+//! NeuronCores under its pid, and the latencies sampled from it.
 //!
-//! The series are taken when the slab's labels are first known and taken again when they
+//! The series are taken when the tenure's labels are first known and taken again when they
 //! change (a process may publish its tag after the monitor attached): what a tag's series
 //! counted stays in it and the new tag's series counts only what comes after, while the
 //! per-process series start over under the new labels with the process's whole count. The
-//! same goes for the pod labels ([`crate::pods`]): a slab whose container changes (its pod
-//! appears, or leaves the kubelet's list) starts its per-process series over under the new
-//! ones. Dropping the feeds ([`SlabFeeds::release`]) leaves every series with the slab's last
-//! value.
+//! same goes for the pod labels of the per-process series ([`crate::pods`]). The per-pod
+//! series keep the container the process was first found in (a process does not change pods;
+//! its pod leaving the kubelet's list means the pod is going, and what its processes count
+//! until they end is still the pod's), and start at the same point as the tag's.
+//!
+//! A tenure's end ([`SlabFeeds::end`]) feeds its final values, when the kernel's ledger
+//! recorded them ([`CounterValues`] of a [`TenureRecord`]): only increases over the last
+//! reading count then, since a record carries only the counters a sysfs node reads, on the
+//! device's cores. The per-process series are retired (still shown a while, with the final
+//! value), the others released with it.
 
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
 
 use nds::CounterSnapshot;
 use nds_abi::counters::NcCounter;
 use nds_abi::layout::NDS_TOTAL_NEURONCORE_COUNT;
-use nds_abi::sysfs::{SysfsGroup, SYSFS_COUNTERS};
+use nds_abi::ledger::TenureRecord;
+use nds_abi::sysfs::{CounterSource, SysfsCounter, SysfsGroup, SYSFS_COUNTERS};
 use nds_document::groups::CoreIndexing;
-use nds_document::latency::LATENCY_BUCKETS_SECONDS;
-use nds_document::pods::SlabPods;
+use nds_metric_table::{LabelSet, LATENCY_BUCKETS_SECONDS};
+use nds_podresources::Container;
+use nds_sampler::stream::{recorded_value, Wants};
 use nds_sysfs::TimeInUseUnit;
 
 use crate::counters::{Counters, Family, Sample, SeriesId, Tracked};
-use crate::families::{self, EXECUTION_ERRORS, EXECUTION_STATUS, RUNTIME_LATENCY, RUNTIME_STATUS};
-use crate::labels::{self, Labels};
-use crate::pods::PodLabels;
+use crate::encoder::render_labels;
+use crate::families::{
+    self, EXECUTION_ERRORS, EXECUTION_STATUS, POD_ERRORS, POD_STATUS, RUNTIME_LATENCY,
+    RUNTIME_STATUS,
+};
+use crate::pods::{names, SlabPods};
 
 /// `status_type` values of `execution_status_total`, with their counters.
 pub const STATUS_TYPES: [(&str, NcCounter); 6] = [
@@ -51,7 +64,89 @@ pub const ERROR_TYPES: [(&str, NcCounter); 6] = [
     ("hardware", NcCounter::ErrHw),
 ];
 
-/// Who a slab's series are about.
+/// The outcomes then the error classes: the series of a tag (and of a pod), with their
+/// families and the counter each sums over the cores.
+fn ecosystem() -> impl Iterator<Item = (&'static Family, &'static Family, &'static str, NcCounter)>
+{
+    STATUS_TYPES
+        .iter()
+        .map(|&(name, counter)| (&EXECUTION_STATUS, &POD_STATUS, name, counter))
+        .chain(
+            ERROR_TYPES
+                .iter()
+                .map(|&(name, counter)| (&EXECUTION_ERRORS, &POD_ERRORS, name, counter)),
+        )
+}
+
+/// The counters of one look at a slab.
+pub trait CounterValues {
+    /// Per-core counter `source` of core `core`, if known.
+    fn value(&self, core: usize, source: CounterSource) -> Option<u64>;
+
+    /// `source` summed over every core, if known.
+    fn total(&self, source: CounterSource) -> Option<u64>;
+
+    /// Whether any counter of core `core` is not zero.
+    fn counted_on(&self, core: usize) -> bool;
+
+    /// Whether these are a tenure's final values: then only an increase over the last reading
+    /// counts (a smaller value is no restart of the counter, only one the values leave out).
+    fn is_final(&self) -> bool;
+}
+
+impl CounterValues for CounterSnapshot {
+    fn value(&self, core: usize, source: CounterSource) -> Option<u64> {
+        self.nc.get(core)?.get(source.index()).copied()
+    }
+
+    fn total(&self, source: CounterSource) -> Option<u64> {
+        Some(
+            (0..NDS_TOTAL_NEURONCORE_COUNT)
+                .filter_map(|core| self.value(core, source))
+                .fold(0u64, u64::wrapping_add),
+        )
+    }
+
+    fn counted_on(&self, core: usize) -> bool {
+        self.nc
+            .get(core)
+            .is_some_and(|values| values.iter().any(|&value| value != 0))
+    }
+
+    fn is_final(&self) -> bool {
+        false
+    }
+}
+
+/// A ledger record's final values: the counters a sysfs node reads, on the device's cores.
+impl CounterValues for TenureRecord {
+    fn value(&self, core: usize, source: CounterSource) -> Option<u64> {
+        recorded_value(self, core, source)
+    }
+
+    fn total(&self, source: CounterSource) -> Option<u64> {
+        source.sysfs_node()?;
+        Some(
+            (0..usize::from(self.core_count))
+                .filter_map(|core| self.value(core, source))
+                .fold(0u64, u64::wrapping_add),
+        )
+    }
+
+    fn counted_on(&self, core: usize) -> bool {
+        core < usize::from(self.core_count)
+            && self
+                .counters
+                .get(core)
+                .is_some_and(|values| values.iter().any(|&value| value != 0))
+    }
+
+    fn is_final(&self) -> bool {
+        true
+    }
+}
+
+/// Who a tenure's series are about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlabLabels<'a> {
     /// The process tag.
@@ -60,35 +155,20 @@ pub struct SlabLabels<'a> {
     pub pid: i32,
     /// How its cores are numbered instance-wide (its device, cores per device).
     pub indexing: CoreIndexing,
-    /// The containers of its series (none without pod attribution).
+    /// The containers of its per-process and per-core series (none without pod attribution).
     pub pods: &'a SlabPods,
+    /// The container its per-pod series count for, if it is known.
+    pub pod: Option<&'a Arc<Container>>,
 }
 
 impl SlabLabels<'_> {
-    /// The labels every per-process series has.
-    fn base(&self) -> Labels<'static> {
-        vec![
-            ("runtime_tag", self.tag.to_owned()),
-            ("pid", self.pid.to_string()),
-            ("neuron_device_index", self.indexing.device.to_string()),
-        ]
+    fn pid(&self) -> String {
+        self.pid.to_string()
     }
 
-    /// The labels of the series about the process as a whole.
-    fn process(&self) -> Labels<'static> {
-        let mut labels = self.base();
-        labels.extend(self.pods.process_labels());
-        labels
+    fn device(&self) -> String {
+        self.indexing.device.to_string()
     }
-}
-
-/// Which series a slab's rule wants fed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Wants {
-    /// `execution_stats`: outcomes, error classes and latencies.
-    pub execution: bool,
-    /// `nds_counters`: every node of every core.
-    pub nds: bool,
 }
 
 /// The labels and wants the series were taken for.
@@ -144,59 +224,122 @@ impl HistogramFeed {
         counters.add(self.count, 1.0);
     }
 
+    fn ids(self) -> impl Iterator<Item = SeriesId> {
+        self.buckets.into_iter().chain([self.sum, self.count])
+    }
+}
+
+/// The per-pod series of a tenure.
+#[derive(Debug)]
+struct PodSeries {
+    holder: Arc<Container>,
+    /// Outcomes then error classes.
+    tracked: Vec<Tracked>,
+}
+
+impl PodSeries {
+    /// The series of `holder`, counting from `baseline`.
+    fn acquire(counters: &mut Counters, holder: &Arc<Container>, baseline: &[u64]) -> Self {
+        let tracked = ecosystem()
+            .zip(Self::series(counters, holder))
+            .enumerate()
+            .map(|(index, (_, id))| {
+                Tracked::starting_at(id, baseline.get(index).copied().unwrap_or(0))
+            })
+            .collect();
+        Self {
+            holder: Arc::clone(holder),
+            tracked,
+        }
+    }
+
+    fn series(counters: &mut Counters, holder: &Container) -> Vec<SeriesId> {
+        ecosystem()
+            .map(|(_, pod_family, value, _)| {
+                let labels = pod_family
+                    .metric
+                    .label_set(&[value])
+                    .with_pod(Some(names(holder)));
+                counters.acquire(pod_family, Sample::Total, render_labels(&labels))
+            })
+            .collect()
+    }
+
+    /// Counts for `holder` from now on.
+    fn redirect(&mut self, counters: &mut Counters, holder: &Arc<Container>) {
+        for (tracked, id) in self.tracked.iter_mut().zip(Self::series(counters, holder)) {
+            counters.release(tracked.series);
+            tracked.redirect(id);
+        }
+        self.holder = Arc::clone(holder);
+    }
+
     fn release(self, counters: &mut Counters) {
-        for id in self.buckets.into_iter().chain([self.sum, self.count]) {
-            counters.release(id);
+        for tracked in self.tracked {
+            counters.release(tracked.series);
         }
     }
 }
 
-/// The series one slab feeds.
+/// The series one tenure feeds.
 #[derive(Debug, Default)]
 pub struct SlabFeeds {
-    /// Whether the slab's process ran before this monitor started, so that another monitor
+    /// Whether the tenure's process ran before this monitor started, so that another monitor
     /// (this one before a restart) may have exposed its counts in the per-tag series already:
     /// those then follow it from its first reading.
     ran_before_monitor: bool,
     taken_for: Option<TakenFor>,
     /// Outcomes then error classes, summed over the cores.
     ecosystem: Vec<Tracked>,
+    /// Where the tag's (and the pod's) series count from: the first reading's sums for a
+    /// process that ran before the monitor, zero otherwise.
+    baseline: Option<Vec<u64>>,
+    pod: Option<PodSeries>,
     /// Per core in use: every node of [`SYSFS_COUNTERS`] (by its index there).
     cores: BTreeMap<usize, Vec<(usize, Tracked)>>,
-    /// Total and device latency histograms, while the slab's rule samples latencies.
+    /// Total and device latency histograms, while the tenure's rule samples latencies.
     latency: Option<[HistogramFeed; 2]>,
 }
 
-fn family_of(group: SysfsGroup, node: &nds_abi::sysfs::SysfsCounter) -> Option<&'static Family> {
-    match group {
+fn family_of(node: &SysfsCounter) -> Option<&'static Family> {
+    match node.group {
         SysfsGroup::Status => Some(&RUNTIME_STATUS),
         SysfsGroup::OtherInfo => families::runtime_other(node),
     }
 }
 
-/// The labels of `node`'s series on core `key` of a process (`base` labels), held by the
-/// container of `pods`.
+/// The labels of `node`'s series on core `key` of the process `who`.
 fn node_labels(
-    base: &Labels<'static>,
-    pods: &SlabPods,
+    family: &'static Family,
+    who: &SlabLabels<'_>,
     key: &str,
-    node: &nds_abi::sysfs::SysfsCounter,
+    node: &SysfsCounter,
 ) -> String {
-    let mut core = labels::with(base, &[("neuroncore", key)]);
-    core.extend(pods.core_labels(key));
-    match node.group {
-        SysfsGroup::Status => labels::render(&labels::with(&core, &[("status", node.name)])),
-        SysfsGroup::OtherInfo => labels::render(&core),
+    let (tag, pid, device) = (who.tag, who.pid(), who.device());
+    let labels = match node.group {
+        SysfsGroup::Status => family
+            .metric
+            .label_set(&[tag, &pid, &device, key, node.name]),
+        SysfsGroup::OtherInfo => family.metric.label_set(&[tag, &pid, &device, key]),
+    };
+    render_labels(&labels.with_pod(who.pods.core_names(key)))
+}
+
+/// Feeds `tracked` the value `value`, a final one only by its increase.
+fn feed(tracked: &mut Tracked, counters: &mut Counters, value: u64, scale: f64, last: bool) {
+    if last {
+        tracked.observe_final(counters, value, scale);
+    } else {
+        tracked.observe(counters, value, scale);
     }
 }
 
 impl SlabFeeds {
-    /// The feeds of a slab whose process ran before this monitor started, or not
-    /// (`ran_before_monitor`): the per-tag series (the ecosystem's families, summed over a
-    /// tag's processes, ended ones included) then count from its first reading, so that a
-    /// restart of the monitor is a reset of each, to no more than the new monitor saw. The
-    /// per-process series count its whole life either way: a process is a series of its own,
-    /// which a restart does not double.
+    /// The feeds of a tenure whose process ran before this monitor started, or not
+    /// (`ran_before_monitor`): the per-tag and per-pod series then count from its first
+    /// reading, so that a restart of the monitor is a reset of each, to no more than the new
+    /// monitor saw. The per-process series count its whole life either way: a process is a
+    /// series of its own, which a restart does not double.
     #[must_use]
     pub fn new(ran_before_monitor: bool) -> Self {
         Self {
@@ -205,12 +348,12 @@ impl SlabFeeds {
         }
     }
 
-    /// Feeds the slab's counters now, `snapshot`, into `counters` under `who`, those `wants`
+    /// Feeds the tenure's counters now, `values`, into `counters` under `who`, those `wants`
     /// selects; `unit` is what one unit of busy time is worth.
     pub fn observe(
         &mut self,
         counters: &mut Counters,
-        snapshot: &CounterSnapshot,
+        values: &impl CounterValues,
         who: &SlabLabels<'_>,
         unit: TimeInUseUnit,
         wants: Wants,
@@ -222,22 +365,55 @@ impl SlabFeeds {
         {
             self.relabel(counters, who, wants);
         }
-        let sum = |counter: NcCounter| {
-            snapshot
-                .nc
-                .iter()
-                .map(|core| core.get(counter.index()).copied().unwrap_or(0))
-                .fold(0u64, u64::wrapping_add)
-        };
-        let ecosystem = STATUS_TYPES.iter().chain(ERROR_TYPES.iter());
-        for (tracked, (_, counter)) in self.ecosystem.iter_mut().zip(ecosystem) {
-            tracked.observe(counters, sum(*counter), 1.0);
+        let last = values.is_final();
+        let sums: Vec<Option<u64>> = ecosystem()
+            .map(|(_, _, _, counter)| values.total(CounterSource::Nc(counter)))
+            .collect();
+        let ran_before = self.ran_before_monitor;
+        let baseline = self.baseline.get_or_insert_with(|| {
+            sums.iter()
+                .map(|sum| if ran_before { sum.unwrap_or(0) } else { 0 })
+                .collect()
+        });
+        if wants.execution {
+            match (&mut self.pod, who.pod) {
+                (None, Some(holder)) => {
+                    self.pod = Some(PodSeries::acquire(counters, holder, baseline));
+                }
+                (Some(pod), Some(holder)) if pod.holder != *holder => {
+                    pod.redirect(counters, holder);
+                }
+                _ => {}
+            }
         }
-        if !wants.nds {
-            return;
+        for (index, tracked) in self.ecosystem.iter_mut().enumerate() {
+            if let Some(&Some(sum)) = sums.get(index) {
+                feed(tracked, counters, sum, 1.0, last);
+            }
         }
+        if let Some(pod) = self.pod.as_mut() {
+            for (index, tracked) in pod.tracked.iter_mut().enumerate() {
+                if let Some(&Some(sum)) = sums.get(index) {
+                    feed(tracked, counters, sum, 1.0, last);
+                }
+            }
+        }
+        if wants.nds {
+            self.observe_cores(counters, values, who, unit);
+        }
+    }
+
+    /// Feeds every node of every core the process counted on.
+    fn observe_cores(
+        &mut self,
+        counters: &mut Counters,
+        values: &impl CounterValues,
+        who: &SlabLabels<'_>,
+        unit: TimeInUseUnit,
+    ) {
+        let last = values.is_final();
         let cores = who.indexing.per_device.min(NDS_TOTAL_NEURONCORE_COUNT);
-        for (core, values) in snapshot.nc.iter().enumerate().take(cores) {
+        for core in 0..cores {
             let tracked = match self.cores.entry(core) {
                 Entry::Occupied(tracked) => tracked.into_mut(),
                 Entry::Vacant(place) => {
@@ -245,16 +421,15 @@ impl SlabFeeds {
                     let Some(key) = who.indexing.key(core) else {
                         continue;
                     };
-                    if values.iter().all(|&value| value == 0) {
+                    if !values.counted_on(core) {
                         continue;
                     }
-                    let base = who.base();
                     let tracked = SYSFS_COUNTERS
                         .iter()
                         .enumerate()
                         .filter_map(|(index, node)| {
-                            let family = family_of(node.group, node)?;
-                            let labels = node_labels(&base, who.pods, &key, node);
+                            let family = family_of(node)?;
+                            let labels = node_labels(family, who, &key, node);
                             let series = counters.acquire(family, Sample::Total, labels);
                             Some((index, Tracked::new(series)))
                         })
@@ -266,13 +441,15 @@ impl SlabFeeds {
                 let Some(node) = SYSFS_COUNTERS.get(*index) else {
                     continue;
                 };
-                let raw = values.get(node.source.index()).copied().unwrap_or(0);
+                let Some(raw) = values.value(core, node.source) else {
+                    continue;
+                };
                 let scale = if families::counts_time(node) {
                     unit.seconds(1)
                 } else {
                     node.scale as f64
                 };
-                tracked.observe(counters, raw, scale);
+                feed(tracked, counters, raw, scale, last);
             }
         }
     }
@@ -289,19 +466,10 @@ impl SlabFeeds {
     /// last readings of the tag's series.
     fn relabel(&mut self, counters: &mut Counters, who: &SlabLabels<'_>, wants: Wants) {
         if wants.execution {
-            let tag: Labels<'static> = vec![("runtime_tag", who.tag.to_owned())];
-            let ecosystem = STATUS_TYPES
-                .iter()
-                .map(|&(name, _)| (&EXECUTION_STATUS, "status_type", name))
-                .chain(
-                    ERROR_TYPES
-                        .iter()
-                        .map(|&(name, _)| (&EXECUTION_ERRORS, "error_type", name)),
-                );
-            let fresh: Vec<SeriesId> = ecosystem
-                .map(|(family, label, value)| {
-                    let labels = labels::render(&labels::with(&tag, &[(label, value)]));
-                    counters.acquire(family, Sample::Total, labels)
+            let fresh: Vec<SeriesId> = ecosystem()
+                .map(|(family, _, value, _)| {
+                    let labels = family.metric.label_set(&[who.tag, value]);
+                    counters.acquire(family, Sample::Total, render_labels(&labels))
                 })
                 .collect();
             if self.ecosystem.is_empty() {
@@ -321,21 +489,28 @@ impl SlabFeeds {
             for tracked in std::mem::take(&mut self.ecosystem) {
                 counters.release(tracked.series);
             }
+            if let Some(pod) = self.pod.take() {
+                pod.release(counters);
+            }
         }
         // Per-process series start again under the new labels, from the whole count.
         for (_, tracked) in std::mem::take(&mut self.cores).into_values().flatten() {
             counters.release(tracked.series);
         }
         if let Some(feeds) = self.latency.take() {
-            feeds.into_iter().for_each(|feed| feed.release(counters));
+            feeds
+                .into_iter()
+                .flat_map(HistogramFeed::ids)
+                .for_each(|id| counters.release(id));
         }
         if wants.execution {
-            let process = who.process();
+            let (pid, device) = (who.pid(), who.device());
             let histogram = |kind: &str, counters: &mut Counters| {
-                HistogramFeed::acquire(
-                    counters,
-                    &labels::render(&labels::with(&process, &[("kind", kind)])),
-                )
+                let labels: LabelSet = RUNTIME_LATENCY
+                    .metric
+                    .label_set(&[who.tag, &pid, &device, kind])
+                    .with_pod(who.pods.process_names());
+                HistogramFeed::acquire(counters, &render_labels(&labels))
             };
             self.latency = Some([histogram("total", counters), histogram("device", counters)]);
         }
@@ -348,18 +523,27 @@ impl SlabFeeds {
         });
     }
 
-    /// Gives every series up; each keeps the slab's last value.
-    pub fn release(self, counters: &mut Counters) {
+    /// The tenure ended at `at`: the per-tag and per-pod series keep what it counted, the
+    /// per-process ones are retired (shown with their final value until they expire).
+    pub fn end(self, counters: &mut Counters, at: Instant) {
+        for tracked in self.ecosystem {
+            counters.release(tracked.series);
+        }
+        if let Some(pod) = self.pod {
+            pod.release(counters);
+        }
         let cores = self
             .cores
             .into_values()
             .flatten()
-            .map(|(_, tracked)| tracked);
-        for tracked in self.ecosystem.into_iter().chain(cores) {
-            counters.release(tracked.series);
-        }
-        if let Some(feeds) = self.latency {
-            feeds.into_iter().for_each(|feed| feed.release(counters));
+            .map(|(_, tracked)| tracked.series);
+        let latency = self
+            .latency
+            .into_iter()
+            .flatten()
+            .flat_map(HistogramFeed::ids);
+        for id in cores.chain(latency) {
+            counters.retire(id, at);
         }
     }
 }

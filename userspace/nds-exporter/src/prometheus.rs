@@ -24,25 +24,25 @@
 //!   monitor's own `nds_monitor_*`.
 //!
 //! Gauges come from the latest report ([`LatestReport`]); every counter comes from the
-//! monitor's [`Counters`], monotonic for the life of the monitor. Each family is one of
-//! [`nds_metric_table`], whose name, type and help it renders; gauges are gathered per family
-//! and label set through maps, so a render takes time in proportion to its series.
+//! exporter's [`Counters`], monotonic for the life of the monitor. Each family is one of
+//! [`nds_metric_table`], whose name, type, help and labels it renders; gauges are gathered per
+//! family and label set through maps, so a render takes time in proportion to its series.
+//! Every line is written by the [`Encoder`].
 
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use nds_document::document::{
     CpuShares, InstanceInfo, MonitorDocument, Percentiles, RuntimeEntry, SystemData,
 };
 use nds_host::process_metrics::ProcessMetrics;
+use nds_metric_table::{self as metrics, LabelSet, MetricFamily, MetricType};
 
 use crate::counters::{Counters, Sample};
-use crate::labels::{self, with, Labels};
-use crate::pods::PodLabels;
-use nds_metric_table::{self as metrics, MetricFamily, MetricType, INSTANCE_LABELS};
+use crate::encoder::{render_labels, Encoder};
+use crate::pods::SlabPods;
 
-/// The media type of the exposition.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The containers of each live process's series, by the address of its slab.
+pub type PodsByAddress<'a> = HashMap<&'a str, &'a SlabPods>;
 
 /// How two samples of one series (same labels) combine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +72,7 @@ impl Exposition {
     fn put(
         &mut self,
         declared: &'static MetricFamily,
-        labels: &Labels<'_>,
+        labels: &LabelSet,
         value: f64,
         combine: Combine,
     ) {
@@ -87,7 +87,7 @@ impl Exposition {
         let Some(family) = self.families.get_mut(index) else {
             return;
         };
-        let rendered = labels::render(labels);
+        let rendered = render_labels(labels);
         match family
             .by_labels
             .get(&rendered)
@@ -108,11 +108,11 @@ impl Exposition {
         }
     }
 
-    fn add(&mut self, declared: &'static MetricFamily, labels: &Labels<'_>, value: f64) {
+    fn add(&mut self, declared: &'static MetricFamily, labels: &LabelSet, value: f64) {
         self.put(declared, labels, value, Combine::Sum);
     }
 
-    fn render_into(&self, text: &mut String) {
+    fn encode(&self, encoder: &mut Encoder) {
         for family in &self.families {
             let MetricFamily {
                 name,
@@ -120,34 +120,24 @@ impl Exposition {
                 metric_type,
                 ..
             } = family.declared;
-            let _ = writeln!(text, "# HELP {name} {help}");
-            let _ = writeln!(text, "# TYPE {name} {metric_type}");
+            encoder.family(name, help, metric_type);
             for (labels, value) in &family.samples {
-                let _ = writeln!(text, "{name}{{{labels}}} {}", number(*value));
+                encoder.sample(name, labels, None, *value);
             }
         }
     }
 }
 
-fn number(value: f64) -> String {
-    if value.is_finite() && value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{value:.0}")
-    } else {
-        format!("{value}")
-    }
-}
-
 /// The instance labels every series carries, named as the companion exporter names them.
-fn instance_labels(info: &InstanceInfo) -> Labels<'static> {
-    let [name, id, kind, zone, region, subnet] = INSTANCE_LABELS;
-    vec![
-        (name, info.instance_name.clone()),
-        (id, info.instance_id.clone()),
-        (kind, info.instance_type.clone()),
-        (zone, info.instance_availability_zone.clone()),
-        (region, info.instance_region.clone()),
-        (subnet, info.subnet_id.clone()),
-    ]
+fn instance_labels(info: &InstanceInfo) -> LabelSet {
+    LabelSet::instance([
+        &info.instance_name,
+        &info.instance_id,
+        &info.instance_type,
+        &info.instance_availability_zone,
+        &info.instance_region,
+        &info.subnet_id,
+    ])
 }
 
 /// Percentiles with the companion exporter's labels.
@@ -163,27 +153,26 @@ fn percentiles(p: &Percentiles) -> [(&'static str, f64); 7] {
     ]
 }
 
-/// The ecosystem's runtime families of one live process.
-fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labels<'static>) {
-    let tag = with(instance, &[("runtime_tag", &entry.neuron_runtime_tag)]);
+/// The ecosystem's runtime families of one live process, its cores held by the containers of
+/// `pods`.
+fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, pods: Option<&SlabPods>) {
+    let tag = entry.neuron_runtime_tag.as_str();
+    let core_pod = |core: &str| pods.and_then(|pods| pods.core_names(core));
     let report = &entry.report;
     if let Some(cores) = &report.neuroncore_counters {
         for (core, usage) in &cores.neuroncores_in_use {
-            let mut labels = with(&tag, &[("neuroncore", core)]);
-            labels.extend(entry.pods.core_labels(core));
-            out.add(
-                &metrics::NEURONCORE_UTILIZATION_RATIO,
-                &labels,
-                usage.neuroncore_utilization / 100.0,
-            );
+            let family = &metrics::NEURONCORE_UTILIZATION_RATIO;
+            let labels = family.label_set(&[tag, core]).with_pod(core_pod(core));
+            out.add(family, &labels, usage.neuroncore_utilization / 100.0);
         }
     }
     if let Some(cpu) = &report.neuron_runtime_vcpu_usage {
         let usage = cpu.vcpu_usage;
         for (usage_type, percent) in [("user", usage.user), ("system", usage.system)] {
+            let family = &metrics::NEURON_RUNTIME_VCPU_USAGE_RATIO;
             out.add(
-                &metrics::NEURON_RUNTIME_VCPU_USAGE_RATIO,
-                &with(&tag, &[("usage_type", usage_type)]),
+                family,
+                &family.label_set(&[tag, usage_type]),
                 percent / 100.0,
             );
         }
@@ -191,16 +180,10 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
     if let Some(memory) = &report.memory_used {
         let used = &memory.neuron_runtime_used_bytes;
         for (location, bytes) in [("host", used.host), ("neuron_device", used.neuron_device)] {
-            out.add(
-                &metrics::NEURON_RUNTIME_MEMORY_USED_BYTES,
-                &with(&tag, &[("memory_location", location)]),
-                bytes as f64,
-            );
+            let family = &metrics::NEURON_RUNTIME_MEMORY_USED_BYTES;
+            out.add(family, &family.label_set(&[tag, location]), bytes as f64);
         }
         for (core, kinds) in &used.usage_breakdown.neuroncore_memory_usage {
-            // The companion exporter leaves memory_location unset here, which prints "None".
-            let mut labels = with(&tag, &[("neuroncore", core), ("memory_location", "None")]);
-            labels.extend(entry.pods.core_labels(core));
             for (family, bytes) in [
                 (&metrics::NEURONCORE_MEMORY_USAGE_CONSTANTS, kinds.constants),
                 (
@@ -217,6 +200,10 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
                 ),
                 (&metrics::NEURONCORE_MEMORY_USAGE_TENSORS, kinds.tensors),
             ] {
+                // The companion exporter leaves memory_location unset here, which prints "None".
+                let labels = family
+                    .label_set(&[tag, core, "None"])
+                    .with_pod(core_pod(core));
                 out.add(family, &labels, bytes as f64);
             }
         }
@@ -224,48 +211,34 @@ fn ecosystem_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labe
     if let Some(stats) = &report.execution_stats {
         if let Some(total) = &stats.latency_stats.total_latency {
             for (percentile, seconds) in percentiles(total) {
-                out.put(
-                    &metrics::EXECUTION_LATENCY_SECONDS,
-                    &with(&tag, &[("percentile", percentile)]),
-                    seconds,
-                    Combine::Max,
-                );
+                let family = &metrics::EXECUTION_LATENCY_SECONDS;
+                let labels = family.label_set(&[tag, percentile]);
+                out.put(family, &labels, seconds, Combine::Max);
             }
         }
     }
 }
 
-/// This monitor's gauges of one live process.
-fn nds_runtime(out: &mut Exposition, entry: &RuntimeEntry, instance: &Labels<'static>) {
+/// This monitor's gauges of one live process, held by the container of `pods`.
+fn nds_runtime(out: &mut Exposition, entry: &RuntimeEntry, pods: Option<&SlabPods>) {
     let device = entry.neuron_device_index.to_string();
     let pid = entry.pid.to_string();
-    let mut base = with(
-        instance,
-        &[
-            ("runtime_tag", &entry.neuron_runtime_tag),
-            ("pid", &pid),
-            ("neuron_device_index", &device),
-        ],
-    );
-    base.extend(entry.pods.process_labels());
-    out.add(&metrics::NDS_RUNTIME_INFO, &base, 1.0);
+    let values = [entry.neuron_runtime_tag.as_str(), &pid, &device];
+    let pod = pods.and_then(SlabPods::process_names);
+    let family = &metrics::NDS_RUNTIME_INFO;
+    out.add(family, &family.label_set(&values).with_pod(pod), 1.0);
     if let Some(memory) = &entry.report.memory_used {
-        out.add(
-            &metrics::NDS_RUNTIME_LOADED_MODELS,
-            &base,
-            memory.loaded_models.len() as f64,
-        );
+        let family = &metrics::NDS_RUNTIME_LOADED_MODELS;
+        let labels = family.label_set(&values).with_pod(pod);
+        out.add(family, &labels, memory.loaded_models.len() as f64);
     }
 }
 
 /// The ecosystem's system families.
-fn ecosystem_system(out: &mut Exposition, system: &SystemData, instance: &Labels<'static>) {
+fn ecosystem_system(out: &mut Exposition, system: &SystemData) {
     if let Some(cpu) = &system.vcpu_usage {
-        out.add(
-            &metrics::SYSTEM_VCPU_COUNT,
-            instance,
-            cpu.usage_data.len() as f64,
-        );
+        let family = &metrics::SYSTEM_VCPU_COUNT;
+        out.add(family, &family.label_set(&[]), cpu.usage_data.len() as f64);
         // The companion exporter's two buckets of the average.
         let CpuShares {
             user,
@@ -280,11 +253,9 @@ fn ecosystem_system(out: &mut Exposition, system: &SystemData, instance: &Labels
             ("user", user + nice),
             ("system", system + io_wait + irq + soft_irq),
         ] {
-            out.add(
-                &metrics::SYSTEM_VCPU_USAGE_RATIO,
-                &with(instance, &[("usage_type", usage_type)]),
-                percent.min(100.0) / 100.0,
-            );
+            let family = &metrics::SYSTEM_VCPU_USAGE_RATIO;
+            let labels = family.label_set(&[usage_type]);
+            out.add(family, &labels, percent.min(100.0) / 100.0);
         }
     }
     if let Some(memory) = &system.memory_info {
@@ -297,30 +268,30 @@ fn ecosystem_system(out: &mut Exposition, system: &SystemData, instance: &Labels
             (&metrics::SYSTEM_SWAP_TOTAL_BYTES, memory.swap_total_bytes),
             (&metrics::SYSTEM_SWAP_USED_BYTES, memory.swap_used_bytes),
         ] {
-            out.add(family, instance, bytes as f64);
+            out.add(family, &family.label_set(&[]), bytes as f64);
         }
     }
 }
 
 /// This monitor's device gauges.
-fn nds_devices(out: &mut Exposition, system: &SystemData, instance: &Labels<'static>) {
+fn nds_devices(out: &mut Exposition, system: &SystemData) {
     let Some(counters) = &system.neuron_counters else {
         return;
     };
     for device in &counters.neuron_devices {
         let index = device.neuron_device_index.to_string();
+        let family = &metrics::NDS_DEVICE_SLOTS_OWNED;
         out.add(
-            &metrics::NDS_DEVICE_SLOTS_OWNED,
-            &with(instance, &[("neuron_device_index", &index)]),
+            family,
+            &family.label_set(&[&index]),
             device.slots_owned as f64,
         );
     }
 }
 
-/// Every series of `counters` the exposition shows, after the instance labels; a family
-/// with a `_created` companion is followed by it, as the companion exporter's client library
-/// renders it.
-fn render_counters(text: &mut String, counters: &Counters, instance: &str) {
+/// Every series of `counters` the exposition shows; a family with a `_created` companion is
+/// followed by it, as the companion exporter's client library renders it.
+fn encode_counters(encoder: &mut Encoder, counters: &Counters) {
     let mut series = counters.exported().peekable();
     while let Some(family) = series.peek().map(|first| first.family.metric) {
         let MetricFamily {
@@ -329,84 +300,120 @@ fn render_counters(text: &mut String, counters: &Counters, instance: &str) {
             metric_type,
             ..
         } = family;
-        let _ = writeln!(text, "# HELP {family_name} {help}");
-        let _ = writeln!(text, "# TYPE {family_name} {metric_type}");
+        encoder.family(family_name, help, metric_type);
         let created_name = family.created_name();
-        let mut created = String::new();
+        let mut created = Vec::new();
         while let Some(one) = series.next_if(|next| next.family.metric.name == *family_name) {
-            let labels = labels::join(instance, one.labels);
-            let (name, labels) = match (one.sample, metric_type) {
-                (Sample::Bucket(bound), MetricType::Histogram(bounds)) => {
-                    let le = bounds
-                        .get(bound)
-                        .map_or_else(|| "+Inf".to_owned(), f64::to_string);
-                    let le = format!("le=\"{le}\"");
-                    (format!("{family_name}_bucket"), labels::join(&labels, &le))
-                }
-                (Sample::Sum, _) => (format!("{family_name}_sum"), labels),
-                (Sample::Count, _) => (format!("{family_name}_count"), labels),
-                (Sample::Total | Sample::Bucket(_), _) => ((*family_name).to_owned(), labels),
+            let (name, le) = match (one.sample, metric_type) {
+                (Sample::Bucket(bound), MetricType::Histogram(bounds)) => (
+                    format!("{family_name}_bucket"),
+                    Some(bounds.get(bound).copied().unwrap_or(f64::INFINITY)),
+                ),
+                (Sample::Sum, _) => (format!("{family_name}_sum"), None),
+                (Sample::Count, _) => (format!("{family_name}_count"), None),
+                (Sample::Total | Sample::Bucket(_), _) => ((*family_name).to_owned(), None),
             };
-            let _ = writeln!(text, "{name}{{{labels}}} {}", number(one.value));
-            if let Some(created_name) = &created_name {
-                let _ = writeln!(
-                    created,
-                    "{created_name}{{{labels}}} {}",
-                    number(one.created)
-                );
+            encoder.sample(&name, one.labels, le, one.value);
+            if created_name.is_some() {
+                created.push((one.labels, one.created));
             }
         }
         if let Some(created_name) = created_name {
-            let _ = writeln!(text, "# HELP {created_name} {help}");
-            let _ = writeln!(text, "# TYPE {created_name} gauge");
-            text.push_str(&created);
+            encoder.family(&created_name, help, "gauge");
+            for (labels, at) in created {
+                encoder.sample(&created_name, labels, None, at);
+            }
         }
     }
 }
 
-/// Renders `document` (best the latest of every group, [`LatestReport`]) and the series of
-/// `counters` as an exposition.
-#[must_use]
-pub fn render(document: &MonitorDocument, counters: Option<&Counters>) -> String {
+/// The process collector's families, each one that `/proc` could say.
+fn encode_process_metrics(encoder: &mut Encoder, process: &ProcessMetrics) {
+    let families: [(&MetricFamily, Option<f64>); 6] = [
+        (&metrics::PROCESS_CPU_SECONDS_TOTAL, process.cpu_seconds),
+        (
+            &metrics::PROCESS_RESIDENT_MEMORY_BYTES,
+            process.resident_bytes.map(|v| v as f64),
+        ),
+        (
+            &metrics::PROCESS_VIRTUAL_MEMORY_BYTES,
+            process.virtual_bytes.map(|v| v as f64),
+        ),
+        (
+            &metrics::PROCESS_START_TIME_SECONDS,
+            process.start_time_seconds,
+        ),
+        (
+            &metrics::PROCESS_OPEN_FDS,
+            process.open_fds.map(|v| v as f64),
+        ),
+        (&metrics::PROCESS_MAX_FDS, process.max_fds.map(|v| v as f64)),
+    ];
+    for (family, value) in families {
+        let Some(value) = value else {
+            continue;
+        };
+        encoder.family(family.name, family.help, family.metric_type);
+        encoder.sample(family.name, "", None, value);
+    }
+}
+
+/// The exposition of `document`'s gauges (its live processes' series labelled with the
+/// containers of `pods`), the series of `counters`, and `process`'s metrics.
+fn encode(
+    document: &MonitorDocument,
+    counters: Option<&Counters>,
+    pods: &PodsByAddress<'_>,
+    process: Option<&ProcessMetrics>,
+) -> String {
     let mut out = Exposition::default();
-    let instance = instance_labels(&document.instance_info);
     let live = || {
         document
             .neuron_runtime_data
             .iter()
             .filter(|entry| entry.error.is_empty())
     };
+    let pods_of = |entry: &RuntimeEntry| pods.get(entry.address.as_str()).copied();
     for entry in live() {
-        ecosystem_runtime(&mut out, entry, &instance);
+        ecosystem_runtime(&mut out, entry, pods_of(entry));
     }
-    ecosystem_system(&mut out, &document.system_data, &instance);
-    out.add(&metrics::INSTANCE_INFO, &instance, 1.0);
+    ecosystem_system(&mut out, &document.system_data);
+    out.add(&metrics::INSTANCE_INFO, &LabelSet::default(), 1.0);
     let hardware = &document.neuron_hardware_info;
     let device_count = hardware.neuron_device_count.to_string();
     let per_device = hardware.neuroncore_per_device_count.to_string();
-    out.add(
-        &metrics::NEURON_HARDWARE_INFO,
-        &with(
-            &instance,
-            &[
-                ("neuron_device_count", &device_count),
-                ("neuroncore_per_device_count", &per_device),
-                ("neuron_device_type", &hardware.neuron_device_type),
-                ("neuroncore_version", &hardware.neuroncore_version),
-            ],
-        ),
-        1.0,
-    );
+    let family = &metrics::NEURON_HARDWARE_INFO;
+    let labels = family.label_set(&[
+        &device_count,
+        &per_device,
+        &hardware.neuron_device_type,
+        &hardware.neuroncore_version,
+    ]);
+    out.add(family, &labels, 1.0);
     for entry in live() {
-        nds_runtime(&mut out, entry, &instance);
+        nds_runtime(&mut out, entry, pods_of(entry));
     }
-    nds_devices(&mut out, &document.system_data, &instance);
-    let mut text = String::new();
-    out.render_into(&mut text);
+    nds_devices(&mut out, &document.system_data);
+    let mut encoder = Encoder::new(&instance_labels(&document.instance_info));
+    out.encode(&mut encoder);
     if let Some(counters) = counters {
-        render_counters(&mut text, counters, &labels::render(&instance));
+        encode_counters(&mut encoder, counters);
     }
-    text
+    if let Some(process) = process {
+        encode_process_metrics(&mut encoder, process);
+    }
+    encoder.finish()
+}
+
+/// Renders `document` (best the latest of every group, [`LatestReport`]), its live processes'
+/// series labelled with the containers of `pods`, and the series of `counters`.
+#[must_use]
+pub fn render(
+    document: &MonitorDocument,
+    counters: Option<&Counters>,
+    pods: &PodsByAddress<'_>,
+) -> String {
+    encode(document, counters, pods, None)
 }
 
 /// The latest value of every group: a report has only the groups due, the exposition shows
@@ -466,51 +473,17 @@ impl LatestReport {
 /// The exposition an exporter serves: `latest`'s gauges, the series of `counters`, and the
 /// monitor's own process metrics.
 #[must_use]
-pub fn exposition(latest: &LatestReport, counters: Option<&Counters>) -> String {
-    let document = latest.document();
-    let mut text = render(document, counters);
-    let instance = labels::render(&instance_labels(&document.instance_info));
-    render_process_metrics(&ProcessMetrics::current(), &mut text, &instance);
-    text
-}
-
-/// Appends the process collector's families, each one that `/proc` could say, with
-/// `instance` labels (rendered).
-fn render_process_metrics(process: &ProcessMetrics, text: &mut String, instance: &str) {
-    let families: [(&MetricFamily, Option<f64>); 6] = [
-        (&metrics::PROCESS_CPU_SECONDS_TOTAL, process.cpu_seconds),
-        (
-            &metrics::PROCESS_RESIDENT_MEMORY_BYTES,
-            process.resident_bytes.map(|v| v as f64),
-        ),
-        (
-            &metrics::PROCESS_VIRTUAL_MEMORY_BYTES,
-            process.virtual_bytes.map(|v| v as f64),
-        ),
-        (
-            &metrics::PROCESS_START_TIME_SECONDS,
-            process.start_time_seconds,
-        ),
-        (
-            &metrics::PROCESS_OPEN_FDS,
-            process.open_fds.map(|v| v as f64),
-        ),
-        (&metrics::PROCESS_MAX_FDS, process.max_fds.map(|v| v as f64)),
-    ];
-    for (family, value) in families {
-        let Some(value) = value else {
-            continue;
-        };
-        let MetricFamily {
-            name,
-            help,
-            metric_type,
-            ..
-        } = family;
-        let _ = writeln!(text, "# HELP {name} {help}");
-        let _ = writeln!(text, "# TYPE {name} {metric_type}");
-        let _ = writeln!(text, "{name}{{{instance}}} {value}");
-    }
+pub fn exposition(
+    latest: &LatestReport,
+    counters: Option<&Counters>,
+    pods: &PodsByAddress<'_>,
+) -> String {
+    encode(
+        latest.document(),
+        counters,
+        pods,
+        Some(&ProcessMetrics::current()),
+    )
 }
 
 #[cfg(test)]
@@ -519,8 +492,9 @@ mod tests {
 
     #[test]
     fn the_process_collector_renders_only_what_proc_said() {
-        let mut text = String::new();
-        render_process_metrics(&ProcessMetrics::current(), &mut text, "");
+        let mut encoder = Encoder::new(&LabelSet::default());
+        encode_process_metrics(&mut encoder, &ProcessMetrics::current());
+        let text = encoder.finish();
         assert!(
             text.contains("\n# TYPE process_open_fds gauge\nprocess_open_fds{} "),
             "{text}"
@@ -529,8 +503,8 @@ mod tests {
             text.contains("# TYPE process_cpu_seconds_total counter\n"),
             "{text}"
         );
-        let mut empty = String::new();
-        render_process_metrics(&ProcessMetrics::default(), &mut empty, "");
-        assert!(empty.is_empty(), "{empty}");
+        let mut empty = Encoder::new(&LabelSet::default());
+        encode_process_metrics(&mut empty, &ProcessMetrics::default());
+        assert!(empty.finish().is_empty());
     }
 }

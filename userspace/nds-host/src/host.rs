@@ -281,6 +281,17 @@ pub fn process_start_ticks(proc_root: &Path, pid: i32) -> Option<u64> {
     stat_field(&text, 22)
 }
 
+/// The cgroup v2 path of process `pid` (the `0::` line of `<proc_root>/<pid>/cgroup`), which
+/// names a Kubernetes pod by its UID; `None` if the process is not visible or is in no cgroup
+/// v2.
+#[must_use]
+pub fn process_cgroup(proc_root: &Path, pid: i32) -> Option<String> {
+    let (_, text) = read(proc_root.join(pid.to_string()).join("cgroup")).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("0::"))
+        .map(str::to_owned)
+}
+
 /// When this process started, in clock ticks since boot, read from its own `/proc/self/stat`
 /// (whatever root the other processes are read through: the boot clock is the kernel's).
 #[must_use]
@@ -416,6 +427,24 @@ mod tests {
         // 300 ticks of 800 available: 37.5 %.
         assert_eq!(usage.vcpu_usage.user, 37.5);
         assert_eq!(usage.vcpu_usage.system, 15.0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_process_cgroup_is_its_v2_line() {
+        let dir = scratch("cgroup");
+        write(
+            &dir,
+            "42/cgroup",
+            "1:name=systemd:/x\n0::/kubepods.slice/kubepods-pod1.slice/cri-containerd-a.scope\n",
+        );
+        assert_eq!(
+            process_cgroup(&dir, 42).as_deref(),
+            Some("/kubepods.slice/kubepods-pod1.slice/cri-containerd-a.scope")
+        );
+        write(&dir, "43/cgroup", "1:cpu:/v1-only\n");
+        assert_eq!(process_cgroup(&dir, 43), None);
+        assert_eq!(process_cgroup(&dir, 44), None, "not visible");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

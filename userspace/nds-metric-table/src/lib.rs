@@ -10,17 +10,28 @@
 //! and fails on a family that is rendered but not declared here, declared but never
 //! rendered, or rendered with other labels.
 //!
-//! It owns names and shapes only, no values: it imports nothing of the workspace but the
-//! latency buckets of `nds-document`, which the histogram's declaration carries.
+//! A series' labels are built from its family's declaration ([`MetricFamily::label_set`]): the
+//! declared names, in order, each given a value, so the exporter never spells a label name of
+//! a family it renders. It owns names and shapes, and the label sets that name them; it
+//! imports nothing of the workspace.
 
 #![warn(missing_docs)]
 
+// Floor 0: label sets.
+pub mod label_set;
+// Floor 1: the documentation's tables.
 pub mod rst;
 
 use std::fmt;
 
-use nds_document::latency::LATENCY_BUCKETS_SECONDS;
+pub use label_set::{LabelSet, PodNames};
 use MetricType::{Counter, Gauge, Histogram};
+
+/// Upper bounds of the latency histogram's buckets, in seconds (100 µs to 10 s).
+pub const LATENCY_BUCKETS_SECONDS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
 
 /// The labels every series carries, named as the companion exporter names them.
 pub const INSTANCE_LABELS: [&str; 6] = [
@@ -108,7 +119,8 @@ pub struct MetricFamily {
     pub labels: &'static [&'static str],
     /// The values its labels take, or what they mean, for the documentation.
     pub labels_note: Option<&'static str>,
-    /// Whether its series carry the pod labels when a container holds their device or core.
+    /// Whether its series carry the pod labels when a container holds their device or core
+    /// (the per-pod families: always).
     pub pod_labels: bool,
     /// Whether a counter is followed by its `_created` gauge, as the companion's client
     /// library renders it.
@@ -567,6 +579,38 @@ pub static NDS_RUNTIME_LATENCY_SECONDS: MetricFamily = MetricFamily {
     )
 };
 
+/// `nds_pod_execution_status_total{status_type}` and the pod labels: outcomes of every process
+/// of a container.
+pub static NDS_POD_EXECUTION_STATUS_TOTAL: MetricFamily = MetricFamily {
+    labels_note: Some(
+        "as in ``execution_status_total``; with ``pod``, ``namespace``, ``container``",
+    ),
+    pod_labels: true,
+    ..ours(
+        "nds_pod_execution_status_total",
+        Counter,
+        "Execution outcomes of every process of a container, each exact to its end.",
+        &["status_type"],
+        "outcomes of every process a container held, each to its final value",
+    )
+};
+
+/// `nds_pod_execution_errors_total{error_type}` and the pod labels: error classes of every
+/// process of a container.
+pub static NDS_POD_EXECUTION_ERRORS_TOTAL: MetricFamily = MetricFamily {
+    labels_note: Some(
+        "as in ``execution_errors_total``; with ``pod``, ``namespace``, ``container``",
+    ),
+    pod_labels: true,
+    ..ours(
+        "nds_pod_execution_errors_total",
+        Counter,
+        "Execution error classes of every process of a container.",
+        &["error_type"],
+        "error classes of every process a container held",
+    )
+};
+
 /// `nds_device_slots_owned{neuron_device_index}`: slabs owned now.
 pub static NDS_DEVICE_SLOTS_OWNED: MetricFamily = MetricFamily {
     unit: Some("slabs"),
@@ -685,8 +729,41 @@ pub static NDS_MONITOR_POD_RESOURCES_ERRORS_TOTAL: MetricFamily = MetricFamily {
     )
 };
 
+/// `nds_monitor_ledger_records_total{outcome}`: tenure ledger records read, by what became of
+/// them.
+pub static NDS_MONITOR_LEDGER_RECORDS_TOTAL: MetricFamily = MetricFamily {
+    unit: Some("records"),
+    labels_note: Some(
+        "``final``, ``unseen``, ``history``, ``redacted``, ``late``, each always present",
+    ),
+    ..ours(
+        "nds_monitor_ledger_records_total",
+        Counter,
+        "Tenure ledger records read: the final values of a tenure read (final), of one never \
+         read (unseen), history from before the start (not counted), redacted for this monitor \
+         (skipped), or late (its tenure was closed with its last reading).",
+        &["outcome"],
+        "records of the devices' tenure ledgers read, by what became of them (only where the \
+         monitor follows the ledgers: the kernel's slabs)",
+    )
+};
+
+/// `nds_monitor_ledger_lost_records_total`: records the ledgers dropped before they were read.
+pub static NDS_MONITOR_LEDGER_LOST_RECORDS_TOTAL: MetricFamily = MetricFamily {
+    unit: Some("records"),
+    ..ours(
+        "nds_monitor_ledger_lost_records_total",
+        Counter,
+        "Tenure ledger records a device's ring dropped before the monitor read them (their \
+         tenures keep their last readings).",
+        &[],
+        "records the devices' tenure ledgers dropped before the monitor read them (each gap is \
+         logged with its sequence numbers)",
+    )
+};
+
 /// Every family, in the order of the documentation's rows.
-pub static FAMILIES: [&MetricFamily; 44] = [
+pub static FAMILIES: [&MetricFamily; 48] = [
     &NEURONCORE_UTILIZATION_RATIO,
     &NEURON_RUNTIME_VCPU_USAGE_RATIO,
     &NEURON_RUNTIME_MEMORY_USED_BYTES,
@@ -721,6 +798,8 @@ pub static FAMILIES: [&MetricFamily; 44] = [
     &NDS_RUNTIME_NC_TIME_IN_USE_SECONDS_TOTAL,
     &NDS_RUNTIME_STATUS_TOTAL,
     &NDS_RUNTIME_LATENCY_SECONDS,
+    &NDS_POD_EXECUTION_STATUS_TOTAL,
+    &NDS_POD_EXECUTION_ERRORS_TOTAL,
     &NDS_DEVICE_SLOTS_OWNED,
     &NDS_DEVICE_INFERENCE_COUNT_TOTAL,
     &NDS_DEVICE_MODEL_LOAD_COUNT_TOTAL,
@@ -731,6 +810,8 @@ pub static FAMILIES: [&MetricFamily; 44] = [
     &NDS_MONITOR_SLABS_ENDED_TOTAL,
     &NDS_MONITOR_ATTACH_FAILURES_TOTAL,
     &NDS_MONITOR_POD_RESOURCES_ERRORS_TOTAL,
+    &NDS_MONITOR_LEDGER_RECORDS_TOTAL,
+    &NDS_MONITOR_LEDGER_LOST_RECORDS_TOTAL,
 ];
 
 #[cfg(test)]

@@ -9,10 +9,11 @@ use nds_terminal::escape;
 
 /// The crates this tool is made of: their records are its own messages (the libraries' are
 /// shown at level 4 only).
-const OWN_CRATES: [&str; 6] = [
+const OWN_CRATES: [&str; 7] = [
     "nds_monitor",
     "nds_sampler",
     "nds_exporter",
+    "nds_podresources",
     "nds_host",
     "nds_document",
     "nds_slabs",
@@ -81,7 +82,7 @@ mod tests {
     fn the_tools_own_crates_are_told_from_the_libraries() {
         assert!(is_own("nds_sampler::monitor"));
         assert!(is_own("nds_monitor"));
-        assert!(is_own("nds_exporter::pods::refresh"));
+        assert!(is_own("nds_podresources::refresh"));
         assert!(!is_own("nds_sysfs"));
         assert!(
             !is_own("nds_samplers::x"),

@@ -20,13 +20,13 @@ use std::time::Instant;
 
 use clap::Parser;
 use error::{Error, Result};
-use nds_document::Plan;
-use nds_exporter::pods::refresh;
-use nds_exporter::prometheus::{exposition, LatestReport};
+use nds_document::{MonitorDocument, Plan};
+use nds_exporter::Exporter;
 use nds_host::hardware::HardwareTree;
 use nds_host::HostSource;
 use nds_monitor::cli::{Cli, Command, Format};
-use nds_sampler::{Monitor, Source};
+use nds_podresources::refresh;
+use nds_sampler::{Consumer, Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use regex::Regex;
@@ -85,7 +85,8 @@ fn run(cli: Cli) -> Result<()> {
         plan.system.len(),
         plan.shortest_period()
     );
-    let mut monitor = Monitor::new(source, plan, Instant::now());
+    let monitor = Monitor::new(source, plan, Instant::now());
+    let mut exporter = Exporter::new();
     if let Some(socket) = &cli.pod_resources_socket {
         let feed = refresh::start(socket.clone(), cli.pod_resources_period)
             .map_err(Error::PodAttribution)?;
@@ -94,11 +95,10 @@ fn run(cli: Cli) -> Result<()> {
             socket.display(),
             cli.pod_resources_period
         );
-        monitor = monitor.with_pod_attribution(feed);
+        exporter = exporter.with_pod_attribution(feed);
     }
     // Said once at start and again whenever it changes; the documents carry it too.
-    let mut no_device = monitor.source().no_device_reason();
-    if let Some(reason) = &no_device {
+    if let Some(reason) = monitor.source().no_device_reason() {
         log::warn!("{reason}");
     }
     if let Some(Command::Serve {
@@ -127,25 +127,36 @@ fn run(cli: Cli) -> Result<()> {
         let scheme = if tls.is_some() { "https" } else { "http" };
         println!("listening on {scheme}://{address}/metrics");
         io::stdout().flush().map_err(Error::Output)?;
+        let monitor = monitor.with_consumer(exporter);
         return serve(listener, monitor, tls, *max_requests).map_err(serve_error);
     }
-    let mut monitor = match cli.format {
-        Format::Prometheus => monitor.with_counters(),
-        Format::Json => monitor,
-    };
-    let mut latest = LatestReport::default();
+    match cli.format {
+        Format::Prometheus => print_reports(monitor.with_consumer(exporter), &cli, |monitor, _| {
+            Ok(monitor.consumer().exposition() + "\n")
+        }),
+        Format::Json => print_reports(monitor, &cli, |_, document| {
+            let text = if cli.pretty {
+                serde_json::to_string_pretty(&document)?
+            } else {
+                serde_json::to_string(&document)?
+            };
+            Ok(text + "\n")
+        }),
+    }
+}
+
+/// Prints every report of `monitor` as `text` makes it, until `--count` of them were.
+fn print_reports<C: Consumer>(
+    mut monitor: Monitor<C>,
+    cli: &Cli,
+    text: impl Fn(&Monitor<C>, MonitorDocument) -> Result<String>,
+) -> Result<()> {
+    let mut no_device = monitor.source().no_device_reason();
     let mut printed = 0;
     let mut stdout = io::stdout().lock();
     let never = AtomicBool::new(false);
     while let Some(document) = monitor.next_report(&never, |_| {}) {
-        let text = match cli.format {
-            Format::Json if cli.pretty => serde_json::to_string_pretty(&document)? + "\n",
-            Format::Json => serde_json::to_string(&document)? + "\n",
-            Format::Prometheus => {
-                latest.update(document);
-                exposition(&latest, monitor.counters()) + "\n"
-            }
-        };
+        let text = text(&monitor, document)?;
         stdout
             .write_all(text.as_bytes())
             .and_then(|()| stdout.flush())

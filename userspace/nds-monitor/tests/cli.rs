@@ -576,10 +576,15 @@ fn our_families_follow_the_naming_guide_and_are_each_documented() {
             assert!(name.contains("_seconds"), "{name}");
         }
     }
-    // Exactly our families of the table, which the documentation's is generated from.
+    // Exactly our families of the table, which the documentation's is generated from, but
+    // those this exposition cannot have: slab files keep no tenure ledger, and no kubelet
+    // names a pod here (tests/metrics.rs renders those too).
     let declared: BTreeSet<(String, String)> = FAMILIES
         .iter()
         .filter(|family| family.doc_table() == DocTable::Ours)
+        .filter(|family| {
+            !family.name.starts_with("nds_monitor_ledger_") && !family.name.starts_with("nds_pod_")
+        })
         .map(|family| (family.name.to_owned(), family.metric_type.to_string()))
         .collect();
     let served: BTreeSet<(String, String)> = families

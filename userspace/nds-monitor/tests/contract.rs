@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use nds_document::document::RuntimeEntry;
 use nds_document::{MonitorDocument, Plan};
+use nds_exporter::Exporter;
 use nds_host::imds::MetadataSetting;
 use nds_sampler::Monitor;
 use serde_json::Value;
@@ -26,7 +27,7 @@ fn full_document(scratch: &Scratch) -> MonitorDocument {
 }
 
 /// [`full_document`] with the monitor that made it (its counters for the exposition).
-fn full_report(scratch: &Scratch) -> (MonitorDocument, Monitor) {
+fn full_report(scratch: &Scratch) -> (MonitorDocument, Monitor<Exporter>) {
     scratch.sysfs(2, 2, 9, 1);
     scratch.hardware(2, 4);
     let imds = FakeImds::start(false);
@@ -37,7 +38,8 @@ fn full_report(scratch: &Scratch) -> (MonitorDocument, Monitor) {
     let mut source = scratch.source();
     source.host.instance_metadata = MetadataSetting::Endpoint(imds.url.clone());
     let t0 = Instant::now();
-    let mut monitor = Monitor::new(source, Plan::everything(SECOND), t0).with_counters();
+    let mut monitor =
+        Monitor::new(source, Plan::everything(SECOND), t0).with_consumer(Exporter::new());
     assert!(monitor.poll(t0).is_none(), "attaches; nothing is due yet");
     // The metadata is queried in the background: wait for it (bounded), without reporting.
     let mut waited = 0;
@@ -193,7 +195,7 @@ fn device_one_processes_are_on_neuroncores_two_and_three_everywhere() {
         assert_eq!(sysfs_keys, keys, "neuron_counters of device {device}");
     }
     // Prometheus: the ecosystem's and our families label the same instance-wide cores.
-    let exposition = nds_exporter::prometheus::render(&document, monitor.counters());
+    let exposition = monitor.consumer().render(&document);
     for family in [
         "neuroncore_utilization_ratio",
         "neuroncore_memory_usage_tensors",

@@ -8,16 +8,17 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nds_document::Plan;
+use nds_exporter::Exporter;
 use nds_sampler::Monitor;
 
 const SECOND: Duration = Duration::from_secs(1);
 
 /// The value of `family{labels…}` in the exposition of `monitor`'s counters (the labels are
 /// matched as rendered, e.g. `runtime_tag="shared"`).
-fn value(monitor: &Monitor, family: &str, labels: &[&str]) -> f64 {
+fn value(monitor: &Monitor<Exporter>, family: &str, labels: &[&str]) -> f64 {
     monitor
+        .consumer()
         .counters()
-        .unwrap()
         .exported()
         .find(|series| {
             series.family.metric.name == family && labels.iter().all(|l| series.labels.contains(l))
@@ -25,10 +26,10 @@ fn value(monitor: &Monitor, family: &str, labels: &[&str]) -> f64 {
         .map_or(0.0, |series| series.value)
 }
 
-fn created(monitor: &Monitor, family: &str, labels: &[&str]) -> f64 {
+fn created(monitor: &Monitor<Exporter>, family: &str, labels: &[&str]) -> f64 {
     monitor
+        .consumer()
         .counters()
-        .unwrap()
         .exported()
         .find(|series| {
             series.family.metric.name == family && labels.iter().all(|l| series.labels.contains(l))
@@ -43,13 +44,14 @@ const COMPLETED: [&str; 2] = ["runtime_tag=\"shared\"", "status_type=\"completed
 fn tag_totals_follow_every_process_and_never_drop() {
     let scratch = Scratch::new("counters-tag");
     let t0 = Instant::now();
-    let mut monitor = Monitor::new(scratch.source(), Plan::everything(SECOND), t0).with_counters();
+    let mut monitor =
+        Monitor::new(scratch.source(), Plan::everything(SECOND), t0).with_consumer(Exporter::new());
     let a = produce(&scratch.slabs(), 0, 7001, "shared", 120);
     let b = produce(&scratch.slabs(), 0, 7002, "shared", 60);
     let completed = |report: &nds_loadgen::ProducerReport| report.statuses["NRT_SUCCESS"] as f64;
     let mut seen = Vec::new();
     let mut now = t0;
-    let mut tick = |monitor: &mut Monitor, seen: &mut Vec<f64>| {
+    let mut tick = |monitor: &mut Monitor<Exporter>, seen: &mut Vec<f64>| {
         now += SECOND;
         let _ = monitor.poll(now);
         seen.push(value(monitor, "execution_status_total", &COMPLETED));
@@ -132,8 +134,8 @@ fn a_tag_filtered_out_feeds_nothing_and_sampling_follows_the_rule() {
     )
     .unwrap();
     let t0 = Instant::now();
-    let mut monitor =
-        Monitor::new(scratch.source(), Plan::from_config(&config).unwrap(), t0).with_counters();
+    let mut monitor = Monitor::new(scratch.source(), Plan::from_config(&config).unwrap(), t0)
+        .with_consumer(Exporter::new());
     let _ = monitor.poll(t0 + SECOND);
     assert!(
         value(
@@ -143,8 +145,8 @@ fn a_tag_filtered_out_feeds_nothing_and_sampling_follows_the_rule() {
         ) > 0.0
     );
     let tags: Vec<String> = monitor
+        .consumer()
         .counters()
-        .unwrap()
         .exported()
         .map(|series| series.labels.to_owned())
         .collect();
@@ -178,8 +180,8 @@ fn after_a_restart_a_tag_counts_only_what_the_new_monitor_saw() {
     let mut previous_first = None;
     for restart in 0..2 {
         let t0 = Instant::now();
-        let mut monitor =
-            Monitor::new(scratch.source(), Plan::everything(SECOND), t0).with_counters();
+        let mut monitor = Monitor::new(scratch.source(), Plan::everything(SECOND), t0)
+            .with_consumer(Exporter::new());
         let _ = monitor.poll(t0 + SECOND);
         assert_eq!(
             value(&monitor, "execution_status_total", &completed),
@@ -207,7 +209,8 @@ fn after_a_restart_a_tag_counts_only_what_the_new_monitor_saw() {
     // A slab whose process is gone (no entry in the scratch /proc) counts whole, as one that
     // started after the monitor.
     let t0 = Instant::now();
-    let mut monitor = Monitor::new(scratch.source(), Plan::everything(SECOND), t0).with_counters();
+    let mut monitor =
+        Monitor::new(scratch.source(), Plan::everything(SECOND), t0).with_consumer(Exporter::new());
     let gone = produce(&scratch.slabs(), 0, 999_999_999, "gone", 20);
     let _ = monitor.poll(t0 + SECOND);
     assert_eq!(
@@ -235,7 +238,8 @@ fn a_fifo_in_the_slab_directory_is_one_attach_failure_and_blocks_nothing() {
     let source = scratch.source();
     std::thread::spawn(move || {
         let t0 = Instant::now();
-        let mut monitor = Monitor::new(source, Plan::everything(SECOND), t0).with_counters();
+        let mut monitor =
+            Monitor::new(source, Plan::everything(SECOND), t0).with_consumer(Exporter::new());
         for tick in 1..=3 {
             let _ = monitor.poll(t0 + tick * SECOND);
         }

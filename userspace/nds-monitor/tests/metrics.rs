@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nds_document::Plan;
-use nds_exporter::prometheus::{exposition, LatestReport};
+use nds_exporter::Exporter;
 use nds_metric_table::{MetricFamily, MetricType, FAMILIES, INSTANCE_LABELS, POD_LABELS};
 use nds_podresources::v1::{
     ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
@@ -23,14 +23,14 @@ const SECOND: Duration = Duration::from_secs(1);
 /// The served exposition of a monitor with everything to show: a process of this test's pid
 /// (shown in the scratch `/proc`, which then has its CPU use) whose two cores a pod holds,
 /// executing between ticks so that latencies are sampled, the kernel's totals, a driver tree
-/// with ECC counters, and a kubelet call that failed.
+/// with ECC counters, a kubelet call that failed, and a tenure ledger followed.
 fn rich_exposition(scratch: &Scratch) -> String {
     scratch.sysfs(1, 2, 7, 1);
     scratch.hardware(1, 3);
     let pid = own_pid();
     scratch.show_process(pid);
     produce(&scratch.slabs(), 0, pid, "everything", 200);
-    let feed = nds_exporter::pods::PodFeed::new(Duration::from_secs(3600));
+    let feed = nds_podresources::PodFeed::new(Duration::from_secs(3600));
     let t0 = Instant::now();
     feed.publish(
         Attribution::from_list(&ListPodResourcesResponse {
@@ -49,17 +49,17 @@ fn rich_exposition(scratch: &Scratch) -> String {
         t0,
     );
     feed.failed();
+    let ledger = common::ledger::TestLedger::following(&[0]);
     let mut monitor = Monitor::new(scratch.source(), Plan::everything(SECOND), t0)
-        .with_counters()
-        .with_pod_attribution(feed);
+        .with_ledger(Some(Box::new(ledger)))
+        .with_consumer(Exporter::new().with_pod_attribution(feed));
     assert!(monitor.poll(t0).is_none(), "attaches first");
     for tick in 1..=3 {
         produce_more(&scratch.slabs(), 0, pid, "everything", 20);
         monitor.tick(t0 + tick * SECOND / 10);
     }
-    let mut latest = LatestReport::default();
-    latest.update(monitor.poll(t0 + SECOND).expect("a report is due"));
-    exposition(&latest, monitor.counters())
+    assert!(monitor.poll(t0 + SECOND).is_some(), "a report is due");
+    monitor.consumer().exposition()
 }
 
 /// One family as the exposition renders it.

@@ -14,6 +14,7 @@ use nds_abi::layout::SLAB_GENERATION_OFFSET;
 use nds_document::config::{ConfigFile, SystemGroup};
 use nds_document::document::RuntimeEntry;
 use nds_document::{MonitorDocument, Plan};
+use nds_exporter::Exporter;
 use nds_sampler::Monitor;
 use nds_sysfs::TimeInUseUnit;
 use regex::Regex;
@@ -297,7 +298,7 @@ fn a_slab_of_random_bytes_yields_a_valid_document() {
     let path = slab_path(&scratch.slabs(), 0, 4501);
     std::fs::write(&path, &bytes).unwrap();
     let t0 = Instant::now();
-    let mut monitor = scratch.monitor(t0).with_counters();
+    let mut monitor = scratch.monitor(t0).with_consumer(Exporter::new());
     assert!(monitor.poll(t0).is_none());
     let document = monitor.poll(t0 + SECOND).unwrap();
     let entry = entry(&document, 4501);
@@ -305,7 +306,7 @@ fn a_slab_of_random_bytes_yields_a_valid_document() {
     assert!(entry.report.nds_counters.is_some());
     let values = vec![serde_json::to_value(&document).unwrap()];
     validate(&values);
-    let exposition = nds_exporter::prometheus::render(&document, monitor.counters());
+    let exposition = monitor.consumer().render(&document);
     assert!(exposition.contains("nds_runtime_status_total"));
 }
 

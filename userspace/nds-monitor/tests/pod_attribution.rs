@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::*;
-use nds_exporter::pods::refresh;
+use nds_podresources::refresh;
 use nds_podresources::tonic::{self, Request, Response, Status};
 use nds_podresources::v1::pod_resources_lister_server::PodResourcesLister;
 use nds_podresources::v1::{
@@ -162,6 +162,14 @@ fn all_labelled(body: &str, pid: i32, holder: Option<&[String; 3]>) -> bool {
         })
 }
 
+/// The exposition but the per-pod families' lines, which name a pod for good.
+fn without_pod_families(body: &str) -> String {
+    body.lines()
+        .filter(|line| !line.starts_with("nds_pod_") && !line.starts_with("# HELP nds_pod_"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The value of the first sample line starting with `prefix`.
 fn sample(body: &str, prefix: &str) -> Option<f64> {
     body.lines()
@@ -282,7 +290,24 @@ fn every_series_of_a_slab_carries_its_containers_pod_while_pods_come_and_go() {
     let moved = served.scrape_until(|body| {
         all_labelled(body, WHOLE.1, None) && all_labelled(body, LATER.1, Some(&batch))
     });
-    assert!(!moved.contains("pod=\"trainer-0\""), "{moved}");
+    // No series of a process names the pod that left; the pod's own series keep what its
+    // processes counted (a process does not change pods: what the one still running counts
+    // is still its pod's).
+    assert!(
+        !without_pod_families(&moved).contains("pod=\"trainer-0\""),
+        "{moved}"
+    );
+    let trainer_completed = |body: &str| {
+        body.lines()
+            .find(|line| {
+                line.starts_with("nds_pod_execution_status_total{")
+                    && line.contains("pod=\"trainer-0\"")
+                    && line.contains("status_type=\"completed\"")
+            })
+            .and_then(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+    };
+    let kept = trainer_completed(&moved).expect("the pod's series stay");
+    assert!(kept > 0.0, "{moved}");
     assert!(all_labelled(&moved, CORES.1, Some(&server)), "{moved}");
 
     // A process that starts on the device after the pod left is nobody's either.
@@ -293,7 +318,11 @@ fn every_series_of_a_slab_carries_its_containers_pod_while_pods_come_and_go() {
             .any(|line| line.starts_with("nds_runtime_status_total{"))
     });
     assert!(all_labelled(&later, AFTER.1, None), "{later}");
-    assert!(!later.contains("pod=\"trainer-0\""), "{later}");
+    assert!(
+        !without_pod_families(&later).contains("pod=\"trainer-0\""),
+        "{later}"
+    );
+    assert!(trainer_completed(&later) >= Some(kept), "{later}");
     assert_eq!(
         sample(&later, "nds_monitor_pod_resources_errors_total{"),
         Some(0.0)

@@ -4,8 +4,10 @@
 //! (gRPC service `v1.PodResourcesLister`), generated at build time from `proto/api.proto`.
 //! [`list`] asks it which devices each container of each pod holds (with the `client`
 //! feature), and [`Attribution`] turns the answer into which container holds Neuron device `d`
-//! and NeuronCore `c`, from the Neuron device plugin's resources. [`serve`] answers as the
-//! kubelet does, for fakes of it (with the `server` feature).
+//! and NeuronCore `c`, from the Neuron device plugin's resources; [`refresh`] asks on a
+//! schedule of its own, from a thread of its own, and publishes the latest mapping to a
+//! [`PodFeed`] its readers look at without waiting. [`serve`] answers as the kubelet does, for
+//! fakes of it (with the `server` feature).
 
 #![warn(missing_docs)]
 
@@ -19,12 +21,17 @@ mod attribution;
 mod client;
 #[cfg(feature = "server")]
 mod server;
+// Floor 2: the latest mapping, and the thread that keeps it.
+mod feed;
+#[cfg(feature = "client")]
+pub mod refresh;
 
 pub use attribution::{Attribution, Container, Skip, SkipReason};
 #[cfg(feature = "client")]
 pub use client::list;
 #[cfg(feature = "client")]
 pub use error::Error;
+pub use feed::PodFeed;
 #[cfg(feature = "server")]
 pub use server::serve;
 /// The gRPC crate the server trait's signatures come from, for its implementers.

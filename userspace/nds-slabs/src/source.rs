@@ -61,6 +61,18 @@ impl SlabSource {
         }
     }
 
+    /// Where slot `slot` of `device` is, as the monitor names a slab by its slot:
+    /// `<dev_dir>/neuron<N>:slot<S>` (for slab files, which have no slots, `neuron<N>:slot<S>`).
+    #[must_use]
+    pub fn slot_address(&self, device: u32, slot: usize) -> String {
+        match self {
+            Self::Kernel { dev_dir } => {
+                format!("{}:slot{slot}", device_node(dev_dir, device).display())
+            }
+            Self::Files { .. } => format!("neuron{device}:slot{slot}"),
+        }
+    }
+
     /// Whether the slabs are the kernel's, whose generation word is the slot table's.
     #[must_use]
     pub fn is_kernel(&self) -> bool {
@@ -178,7 +190,7 @@ impl SlabSource {
                             generation: Some(row.generation),
                         },
                         backend: Backend::device(&node),
-                        address: format!("{}:slot{}", node.display(), row.slot),
+                        address: self.slot_address(device, row.slot),
                         file: None,
                     },
                 );
@@ -275,6 +287,7 @@ mod tests {
             dev_dir: PathBuf::from("/dev"),
         };
         assert_eq!(kernel.backend(2, 42), Backend::device("/dev/neuron2"));
+        assert_eq!(kernel.slot_address(2, 3), "/dev/neuron2:slot3");
         assert!(kernel.is_kernel());
         let files = SlabSource::Files {
             dir: PathBuf::from("/run/slabs"),

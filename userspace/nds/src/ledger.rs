@@ -77,7 +77,9 @@ impl LedgerFollower {
         if unsafe { libc::ioctl(file.as_raw_fd(), request) } != 0 {
             return Err(Error::Ioctl {
                 request: "FOLLOW_LEDGER",
-                errno: io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO),
+                errno: io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO),
             });
         }
         Ok(Self {

@@ -1,42 +1,62 @@
 //! Pod attribution: the `pod`, `namespace` and `container` labels of a slab's series, from the
 //! kubelet's PodResources API (`--pod-resources-socket`).
 //!
-//! A thread of its own asks the kubelet on its own schedule ([`refresh`]) and publishes the
-//! latest mapping ([`PodFeed`]); the sampling loop reads whatever was published last, so
-//! neither it nor a scrape ever waits for the kubelet. A mapping older than the feed's bound
-//! (the kubelet unreachable for a while) is no longer used: the series then carry no pod.
+//! A thread of `nds-podresources` asks the kubelet on its own schedule and publishes the
+//! latest mapping ([`PodFeed`]); the exporter reads whatever was published last, so neither
+//! the sampling loop nor a scrape ever waits for the kubelet. A mapping older than the feed's
+//! bound (the kubelet unreachable for a while) is no longer used: the series then carry no
+//! pod.
 //!
 //! What each slab's series carry ([`SlabPods`], see [`nds_podresources::Attribution`]): its
 //! per-process series the container of its process (the holder of its device, or of the
 //! cores it counts on), its per-core series the holder of each core. A series of no container
-//! has no such labels at all, as dcgm-exporter leaves them off a GPU no pod holds.
+//! has no such labels at all, as dcgm-exporter leaves them off a GPU no pod holds. A pod that
+//! is gone from the kubelet's list is still named by its UID ([`uids`]), which the cgroup
+//! path of each of its processes carries.
 
-mod feed;
-#[cfg(feature = "pods")]
-pub mod refresh;
+pub mod uids;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use nds::CounterSnapshot;
 use nds_document::groups::CoreIndexing;
-use nds_document::pods::SlabPods;
+use nds_metric_table::PodNames;
+pub use nds_podresources::PodFeed;
 use nds_podresources::{Attribution, Container};
 
-use crate::labels::Labels;
-use nds_metric_table::POD_LABELS;
+/// The pod labels' values naming `holder`.
+#[must_use]
+pub fn names(holder: &Container) -> PodNames<'_> {
+    PodNames {
+        pod: &holder.pod,
+        namespace: &holder.namespace,
+        container: &holder.container,
+    }
+}
 
-pub use feed::PodFeed;
+/// The containers a slab's series are labelled with.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlabPods {
+    /// Of its per-process series.
+    pub process: Option<Arc<Container>>,
+    /// Of its per-core series, by instance-wide core key (`neuroncore`); cores of no holder
+    /// are absent.
+    pub cores: BTreeMap<String, Arc<Container>>,
+}
 
-/// The labels naming `holder`; none for no holder.
-fn labels(holder: Option<&Arc<Container>>) -> Labels<'static> {
-    let [pod, namespace, container] = POD_LABELS;
-    holder.map_or_else(Vec::new, |holder| {
-        vec![
-            (pod, holder.pod.clone()),
-            (namespace, holder.namespace.clone()),
-            (container, holder.container.clone()),
-        ]
-    })
+impl SlabPods {
+    /// The pod labels of the slab's per-process series.
+    #[must_use]
+    pub fn process_names(&self) -> Option<PodNames<'_>> {
+        self.process.as_deref().map(names)
+    }
+
+    /// The pod labels of the slab's series on core `key` (instance-wide).
+    #[must_use]
+    pub fn core_names(&self, key: &str) -> Option<PodNames<'_>> {
+        self.cores.get(key).map(|holder| names(holder))
+    }
 }
 
 /// The containers of a slab on `indexing`'s device that has counted on the cores in `counted`
@@ -56,25 +76,6 @@ pub fn resolve(attribution: &Attribution, indexing: CoreIndexing, counted: u64) 
             .slab(device, per_device, counted_cores)
             .map(Arc::clone),
         cores,
-    }
-}
-
-/// The labels of a slab's series from its [`SlabPods`].
-pub trait PodLabels {
-    /// The labels of the slab's per-process series.
-    fn process_labels(&self) -> Labels<'static>;
-
-    /// The labels of the slab's series on core `key` (instance-wide).
-    fn core_labels(&self, key: &str) -> Labels<'static>;
-}
-
-impl PodLabels for SlabPods {
-    fn process_labels(&self) -> Labels<'static> {
-        labels(self.process.as_ref())
-    }
-
-    fn core_labels(&self, key: &str) -> Labels<'static> {
-        labels(self.cores.get(key))
     }
 }
 
@@ -158,11 +159,8 @@ mod tests {
         }))
     }
 
-    fn pod_of<'a>(labels: &'a Labels<'_>) -> Option<&'a str> {
-        labels
-            .iter()
-            .find(|(name, _)| *name == "pod")
-            .map(|(_, value)| value.as_str())
+    fn pod_of<'a>(names: Option<PodNames<'a>>) -> Option<&'a str> {
+        names.map(|names| names.pod)
     }
 
     const DEVICE_1: CoreIndexing = CoreIndexing {
@@ -178,23 +176,22 @@ mod tests {
         ]);
         // Device 1's cores are instance-wide 2 and 3.
         let pods = resolve(&map, DEVICE_1, 0b10);
-        assert_eq!(pod_of(&pods.process_labels()), Some("b"));
-        assert_eq!(pod_of(&pods.core_labels("2")), Some("a"));
-        assert_eq!(pod_of(&pods.core_labels("3")), Some("b"));
-        assert!(pods.core_labels("4").is_empty());
-        let labels = pods.process_labels();
+        assert_eq!(pod_of(pods.process_names()), Some("b"));
+        assert_eq!(pod_of(pods.core_names("2")), Some("a"));
+        assert_eq!(pod_of(pods.core_names("3")), Some("b"));
+        assert!(pods.core_names("4").is_none());
         assert_eq!(
-            labels,
-            vec![
-                ("pod", "b".to_owned()),
-                ("namespace", "ns".to_owned()),
-                ("container", "b-c".to_owned()),
-            ]
+            pods.process_names(),
+            Some(PodNames {
+                pod: "b",
+                namespace: "ns",
+                container: "b-c",
+            })
         );
         // Counted on both: the process is neither's; its cores still are.
         let both = resolve(&map, DEVICE_1, 0b11);
-        assert!(both.process_labels().is_empty());
-        assert_eq!(pod_of(&both.core_labels("2")), Some("a"));
+        assert!(both.process_names().is_none());
+        assert_eq!(pod_of(both.core_names("2")), Some("a"));
         assert_eq!(
             resolve(&map, DEVICE_1, 0b01).process,
             pods.cores.get("2").cloned()
@@ -217,7 +214,7 @@ mod tests {
         let mut slab = SlabAttribution::default();
         let first = attribution(&[("a", "aws.amazon.com/neuron", &["1"])]);
         assert_eq!(
-            pod_of(&slab.update(Some(&first), DEVICE_1, 0).process_labels()),
+            pod_of(slab.update(Some(&first), DEVICE_1, 0).process_names()),
             Some("a")
         );
         // The same mapping again is not looked at again (its basis is kept as is).
@@ -231,15 +228,15 @@ mod tests {
         let second = attribution(&[("b", "aws.amazon.com/neuron", &["0"])]);
         assert!(slab
             .update(Some(&second), DEVICE_1, 0)
-            .process_labels()
-            .is_empty());
+            .process_names()
+            .is_none());
         let third = attribution(&[("c", "aws.amazon.com/neuroncore", &["3"])]);
         assert!(slab
             .update(Some(&third), DEVICE_1, 0b01)
-            .process_labels()
-            .is_empty());
+            .process_names()
+            .is_none());
         assert_eq!(
-            pod_of(&slab.update(Some(&third), DEVICE_1, 0b10).process_labels()),
+            pod_of(slab.update(Some(&third), DEVICE_1, 0b10).process_names()),
             Some("c")
         );
         assert_eq!(slab.update(None, DEVICE_1, 0b10), &SlabPods::default());

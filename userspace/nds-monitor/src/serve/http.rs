@@ -25,7 +25,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use nds_exporter::prometheus::CONTENT_TYPE as EXPOSITION_TYPE;
+use nds_exporter::encoder::CONTENT_TYPE as EXPOSITION_TYPE;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{oneshot, watch};

@@ -1,8 +1,8 @@
 //! `serve`: the monitor as a Prometheus exporter over HTTP or HTTPS.
 //!
 //! The calling thread runs the monitor on its own schedule, exactly as the JSON mode does:
-//! it ticks, reports whenever a group is due, merges the report into the latest of every
-//! group ([`LatestReport`]) and publishes the rendered exposition. A thread of its own serves
+//! it ticks, reports whenever a group is due (its [`Exporter`] merges the report into the
+//! latest of every group) and publishes the rendered exposition. A thread of its own serves
 //! HTTP ([`http`]) and only ever hands out the last published exposition, so any number of
 //! scrapers see the same windows, and no request changes anything. `/healthz` answers 200
 //! while the sampling loop has ticked within two of the plan's shortest periods and, when it
@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use nds_exporter::prometheus::{exposition, LatestReport};
+use nds_exporter::Exporter;
 use nds_sampler::Monitor;
 use tokio_rustls::TlsAcceptor;
 
@@ -127,16 +127,14 @@ const SAMPLING_STOP_GRACE: Duration = Duration::from_secs(1);
 /// The HTTP side could not start (its runtime, its signal handlers or the listener).
 pub fn serve(
     listener: TcpListener,
-    monitor: Monitor,
+    mut monitor: Monitor<Exporter>,
     tls: Option<TlsAcceptor>,
     max_requests: Option<usize>,
 ) -> std::io::Result<()> {
-    let mut monitor = monitor.with_counters();
-    let mut latest = LatestReport::default();
-    latest.update(monitor.report_processes(Instant::now()));
+    monitor.report_processes(Instant::now());
     let healthy_within = 2 * monitor.plan().shortest_period();
     let published = Arc::new(Published::new(
-        exposition(&latest, monitor.counters()),
+        monitor.consumer().exposition(),
         healthy_within,
     ));
     published.ticked(monitor.source().module_missing());
@@ -166,11 +164,13 @@ pub fn serve(
                 served
             })?
     };
-    while let Some(report) = monitor.next_report(&stop, |monitor| {
-        published.ticked(monitor.source().module_missing());
-    }) {
-        latest.update(report);
-        published.publish(exposition(&latest, monitor.counters()));
+    while monitor
+        .next_report(&stop, |monitor| {
+            published.ticked(monitor.source().module_missing());
+        })
+        .is_some()
+    {
+        published.publish(monitor.consumer().exposition());
     }
     server
         .join()

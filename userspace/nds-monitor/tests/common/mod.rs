@@ -2,11 +2,12 @@
 //! producers writing slab files through the load generator's workload, a sysfs tree laid out
 //! like the module's, a Neuron driver tree, a `/proc` of each test's own (so that the pids
 //! the producers are named by mean what the test says, whatever processes the machine runs),
-//! a fake instance metadata service on loopback, JSON-schema validation, and the guide's
-//! document shape ([`shape`]).
+//! a fake instance metadata service on loopback, JSON-schema validation, the guide's
+//! document shape ([`shape`]), and a tenure ledger the tests write ([`ledger`]).
 
 #![allow(dead_code)] // Each test binary uses a different subset.
 
+pub mod ledger;
 pub mod prometheus;
 pub mod served;
 #[allow(unused_imports)] // Each test binary uses a different subset.

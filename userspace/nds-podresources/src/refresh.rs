@@ -12,10 +12,12 @@ use std::io;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nds_podresources::{list, Attribution, Error, Skip};
 use tokio::time::MissedTickBehavior;
 
-use super::PodFeed;
+use crate::attribution::{Attribution, Skip};
+use crate::client::list;
+use crate::error::Error;
+use crate::feed::PodFeed;
 
 /// How long one `List` call may take, connecting included (dcgm-exporter allows 10 s; the
 /// kubelet answers from memory).

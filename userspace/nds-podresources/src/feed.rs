@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use nds_podresources::Attribution;
+use crate::attribution::Attribution;
 
 /// A mapping and when it was had.
 #[derive(Debug)]
