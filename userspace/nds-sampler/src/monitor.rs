@@ -155,19 +155,13 @@ pub struct Monitor<C = ()> {
 }
 
 impl Monitor {
-    /// A monitor of `source` following `plan`, starting at `now`, without a consumer; it
-    /// follows the devices' tenure ledgers when it reads the kernel's slabs.
+    /// A monitor of `source` following `plan`, starting at `now`, without a consumer (its
+    /// document only).
     #[must_use]
     pub fn new(source: Source, plan: Plan, now: Instant) -> Self {
         let instance =
             InstanceMetadata::start(&source.host.instance_metadata, &source.host.dmi_dir);
         let hardware = hardware::hardware_info(&source.sysfs, &source.host.hardware, "");
-        let ledger: Option<Box<dyn Ledger>> = match &source.slabs {
-            SlabSource::Kernel { dev_dir } => {
-                Some(Box::new(DeviceLedgers::new(dev_dir, source.sysfs.clone())))
-            }
-            SlabSource::Files { .. } => None,
-        };
         let started_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| {
@@ -185,7 +179,7 @@ impl Monitor {
             pending: Vec::new(),
             closed: Vec::new(),
             gave_up: VecDeque::new(),
-            ledger,
+            ledger: None,
             ledger_said: false,
             next_id: 0,
             instance,
@@ -207,9 +201,20 @@ impl Monitor {
 }
 
 impl<C: Consumer> Monitor<C> {
-    /// This monitor, telling `consumer` what it observes from now on.
+    /// This monitor, telling `consumer` what it observes from now on. For a consumer that
+    /// follows counters, a monitor of the kernel's slabs without a ledger yet follows the
+    /// devices' tenure ledgers, for the final values of each tenure.
     #[must_use]
-    pub fn with_consumer<D: Consumer>(self, consumer: D) -> Monitor<D> {
+    pub fn with_consumer<D: Consumer>(mut self, consumer: D) -> Monitor<D> {
+        let source = &self.sampler.source;
+        if let (None, true, SlabSource::Kernel { dev_dir }) = (
+            &self.sampler.ledger,
+            consumer.follows_counters(),
+            &source.slabs,
+        ) {
+            let ledger = DeviceLedgers::new(dev_dir, source.sysfs.clone());
+            self.sampler.ledger = Some(Box::new(ledger));
+        }
         Monitor {
             sampler: self.sampler,
             consumer,

@@ -251,8 +251,9 @@ pub struct Report<'a> {
 /// A consumer of the stream. Every method but [`Consumer::follows_counters`] is told of one
 /// event; each does nothing unless the consumer cares.
 pub trait Consumer {
-    /// Whether it wants every counter at every reading (the monitor then copies each slab's
-    /// counters at every tick).
+    /// Whether it follows the tenures' counters: every counter at every reading (the monitor
+    /// then copies each slab's counters at every tick) and each tenure's final values (the
+    /// monitor then follows the devices' tenure ledgers).
     fn follows_counters(&self) -> bool {
         false
     }
