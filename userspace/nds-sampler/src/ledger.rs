@@ -3,11 +3,13 @@
 //! since slab files have no ledger).
 //!
 //! The monitor holds a device's node open only while it has a use for it (a slab owned there,
-//! or a tenure awaiting its record); the others are opened, read and closed at each read, so
-//! that no device file keeps the module from unloading for longer than a read.
+//! or a tenure awaiting its record); the others are opened, read and closed once every
+//! [`IDLE_SWEEP`] (a tenure there may have begun and ended between two looks at the slot
+//! tables), so that no device file keeps the module from unloading for longer than a read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use nds::{Error as NdsError, LedgerEvent, LedgerFollower};
 use nds_sysfs::SysfsRoot;
@@ -22,6 +24,9 @@ pub trait Ledger: std::fmt::Debug + Send {
     /// open).
     fn read(&mut self, hold: &BTreeSet<u32>) -> Vec<(u32, LedgerEvent)>;
 }
+
+/// How often the ledgers of the devices not held open are read.
+pub const IDLE_SWEEP: Duration = Duration::from_secs(1);
 
 /// Where a device's ledger stands between reads.
 #[derive(Debug)]
@@ -41,6 +46,8 @@ pub struct DeviceLedgers {
     dev_dir: PathBuf,
     sysfs: SysfsRoot,
     devices: BTreeMap<u32, Followed>,
+    /// When the devices not held open were last read.
+    swept: Option<Instant>,
 }
 
 impl DeviceLedgers {
@@ -51,6 +58,7 @@ impl DeviceLedgers {
             dev_dir: dev_dir.to_path_buf(),
             sysfs,
             devices: BTreeMap::new(),
+            swept: None,
         }
     }
 
@@ -89,11 +97,17 @@ impl Ledger for DeviceLedgers {
             .collect();
         // A device that went (the module unloaded) starts its numbering anew when it returns.
         self.devices.retain(|device, _| present.contains(device));
+        let sweep = self.swept.is_none_or(|at| at.elapsed() >= IDLE_SWEEP);
+        if sweep {
+            self.swept = Some(Instant::now());
+        }
         let mut events = Vec::new();
         for device in present {
+            let due = sweep || hold.contains(&device);
             let followed = match self.devices.remove(&device) {
-                None => self.open(device, 0),
-                Some(Followed::Closed(next)) => self.open(device, next),
+                None if due => self.open(device, 0),
+                None => continue,
+                Some(Followed::Closed(next)) if due => self.open(device, next),
                 Some(other) => other,
             };
             let followed = match followed {
