@@ -251,7 +251,7 @@ impl Consumer for Exporter {
         if let Some(before) = report.now.checked_sub(self.linger) {
             self.counters.expire(before);
         }
-        self.latest.update(report.document.clone());
+        self.latest.update(report.document);
     }
 
     fn noticed(&mut self, notice: &Notice) {

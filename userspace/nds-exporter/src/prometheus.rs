@@ -32,7 +32,8 @@
 use std::collections::HashMap;
 
 use nds_document::document::{
-    CpuShares, InstanceInfo, MonitorDocument, Percentiles, RuntimeEntry, SystemData,
+    CpuShares, DeviceCounters, InstanceInfo, MonitorDocument, Percentiles, RuntimeEntry,
+    RuntimeReport, SystemCounters, SystemData,
 };
 use nds_host::process_metrics::ProcessMetrics;
 use nds_metric_table::{self as metrics, LabelSet, MetricFamily, MetricType};
@@ -416,11 +417,70 @@ pub fn render(
     encode(document, counters, pods, None)
 }
 
-/// The latest value of every group: a report has only the groups due, the exposition shows
-/// each group's latest period.
+/// The latest value of every group the exposition draws gauges from: a report has only the
+/// groups due, the exposition shows each group's latest period.
 #[derive(Clone, Debug, Default)]
 pub struct LatestReport {
     document: MonitorDocument,
+}
+
+/// What of `report` the gauges are drawn from: its live processes with their groups but
+/// `nds_counters` and `process_info`, the host's groups, each device's owned slots, the
+/// instance and the hardware (the counters come from the stream, not from the document).
+fn gauges_of(report: &MonitorDocument) -> MonitorDocument {
+    let processes = report
+        .neuron_runtime_data
+        .iter()
+        .filter(|entry| entry.error.is_empty())
+        .map(|entry| {
+            let groups = &entry.report;
+            RuntimeEntry {
+                pid: entry.pid,
+                address: entry.address.clone(),
+                neuron_device_index: entry.neuron_device_index,
+                slot: entry.slot,
+                generation: entry.generation,
+                neuron_runtime_tag: entry.neuron_runtime_tag.clone(),
+                error: String::new(),
+                report: RuntimeReport {
+                    neuroncore_counters: groups.neuroncore_counters.clone(),
+                    execution_stats: groups.execution_stats.clone(),
+                    memory_used: groups.memory_used.clone(),
+                    neuron_runtime_vcpu_usage: groups.neuron_runtime_vcpu_usage.clone(),
+                    nds_counters: None,
+                    process_info: None,
+                },
+            }
+        })
+        .collect();
+    let system = &report.system_data;
+    let slots_owned = system
+        .neuron_counters
+        .as_ref()
+        .map(|counters| SystemCounters {
+            neuron_devices: counters
+                .neuron_devices
+                .iter()
+                .map(|device| DeviceCounters {
+                    neuron_device_index: device.neuron_device_index,
+                    slots_owned: device.slots_owned,
+                    ..DeviceCounters::default()
+                })
+                .collect(),
+            ..SystemCounters::default()
+        });
+    MonitorDocument {
+        timestamp: report.timestamp,
+        neuron_runtime_data: processes,
+        system_data: SystemData {
+            neuron_hw_counters: None,
+            vcpu_usage: system.vcpu_usage.clone(),
+            memory_info: system.memory_info.clone(),
+            neuron_counters: slots_owned,
+        },
+        instance_info: report.instance_info.clone(),
+        neuron_hardware_info: report.neuron_hardware_info.clone(),
+    }
 }
 
 impl LatestReport {
@@ -430,15 +490,12 @@ impl LatestReport {
         &self.document
     }
 
-    /// Takes `report` in: its processes are the live ones (each keeps the groups it had that
-    /// are not in `report`), ended slabs leave, and every system group it has replaces the
-    /// one before.
-    pub fn update(&mut self, report: MonitorDocument) {
+    /// Takes what the gauges are drawn from of `report` in: its processes are the live ones
+    /// (each keeps the groups it had that are not in `report`), ended slabs leave, and every
+    /// system group it has replaces the one before.
+    pub fn update(&mut self, report: &MonitorDocument) {
         let mut previous = std::mem::take(&mut self.document.neuron_runtime_data);
-        let mut merged = report;
-        merged
-            .neuron_runtime_data
-            .retain(|entry| entry.error.is_empty());
+        let mut merged = gauges_of(report);
         for entry in &mut merged.neuron_runtime_data {
             let same = previous.iter().position(|old| {
                 (old.pid, &old.address, old.generation)
@@ -455,14 +512,11 @@ impl LatestReport {
                 .neuron_runtime_vcpu_usage
                 .take()
                 .or(old.neuron_runtime_vcpu_usage);
-            now.nds_counters = now.nds_counters.take().or(old.nds_counters);
-            now.process_info = now.process_info.take().or(old.process_info);
         }
         let (now, old) = (
             &mut merged.system_data,
             std::mem::take(&mut self.document.system_data),
         );
-        now.neuron_hw_counters = now.neuron_hw_counters.take().or(old.neuron_hw_counters);
         now.vcpu_usage = now.vcpu_usage.take().or(old.vcpu_usage);
         now.memory_info = now.memory_info.take().or(old.memory_info);
         now.neuron_counters = now.neuron_counters.take().or(old.neuron_counters);

@@ -223,10 +223,12 @@ fn runtime_entry(
         per_device: context.per_device,
     };
     let mut entry = doc.entry(String::new());
+    let mut reported = Vec::new();
     for &(group, _) in &rule.groups {
         if !context.due.contains(&GroupId::Runtime(rule_index, group)) {
             continue;
         }
+        reported.push(group);
         let (since, before) = doc
             .baselines
             .get(&group)
@@ -271,7 +273,13 @@ fn runtime_entry(
                 report.process_info = Some(groups::process_info(&interval));
             }
         }
-        doc.baselines.insert(group, (now, reading.clone()));
+    }
+    // Each group reported measures its next period from this reading (the last one takes it).
+    if let Some((last, others)) = reported.split_last() {
+        for &group in others {
+            doc.baselines.insert(group, (now, reading.clone()));
+        }
+        doc.baselines.insert(*last, (now, reading));
     }
     entry
 }
