@@ -176,3 +176,4 @@ const _: () = assert!(TENURE_RECORD_SIZE.is_multiple_of(8));
 const _: () = assert!(core::mem::offset_of!(TenureRecord, generation) == 16);
 const _: () = assert!(core::mem::offset_of!(TenureRecord, cgroup_id) == 56);
 const _: () = assert!(core::mem::offset_of!(TenureRecord, counters) == 64 + 32 + 256);
+const _: () = assert!(TENURE_RECORD_SIZE == 3936);
