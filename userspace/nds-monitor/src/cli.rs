@@ -87,6 +87,11 @@ pub struct Cli {
     #[arg(long, default_value = "10s", value_parser = period_argument,
           requires = "pod_resources_socket")]
     pub pod_resources_period: Duration,
+    /// Which allocations to read: the Neuron device plugin's, the Neuron DRA driver's claims,
+    /// or (`auto`) whichever the node lists; the log says which it found.
+    #[arg(long, value_enum, default_value_t = PodResourcesAllocator::Auto,
+          requires = "pod_resources_socket")]
+    pub pod_resources_allocator: PodResourcesAllocator,
     /// What to do instead of printing reports.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -112,6 +117,17 @@ pub enum Command {
         #[arg(long)]
         max_requests: Option<usize>,
     },
+}
+
+/// Whose allocations pod attribution reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PodResourcesAllocator {
+    /// Both: a node lists only one of them.
+    Auto,
+    /// The device plugin's `aws.amazon.com/neuron`, `neurondevice` and `neuroncore`.
+    DevicePlugin,
+    /// Claims of the DRA driver `neuron.aws.com`.
+    Dra,
 }
 
 /// The format of the reports.

@@ -25,7 +25,8 @@ use nds_exporter::pods::refresh;
 use nds_exporter::prometheus::{exposition, LatestReport};
 use nds_host::hardware::HardwareTree;
 use nds_host::HostSource;
-use nds_monitor::cli::{Cli, Command, Format};
+use nds_monitor::cli::{Cli, Command, Format, PodResourcesAllocator};
+use nds_podresources::Allocator;
 use nds_sampler::{Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
@@ -87,7 +88,12 @@ fn run(cli: Cli) -> Result<()> {
     );
     let mut monitor = Monitor::new(source, plan, Instant::now());
     if let Some(socket) = &cli.pod_resources_socket {
-        let feed = refresh::start(socket.clone(), cli.pod_resources_period)
+        let only = match cli.pod_resources_allocator {
+            PodResourcesAllocator::Auto => None,
+            PodResourcesAllocator::DevicePlugin => Some(Allocator::DevicePlugin),
+            PodResourcesAllocator::Dra => Some(Allocator::Dra),
+        };
+        let feed = refresh::start(socket.clone(), cli.pod_resources_period, only)
             .map_err(Error::PodAttribution)?;
         log::info!(
             "pod attribution from {} every {:?}",
