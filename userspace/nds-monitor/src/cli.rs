@@ -116,6 +116,23 @@ pub enum Command {
         /// Exit after answering this many requests.
         #[arg(long)]
         max_requests: Option<usize>,
+        /// Also push the exposition's families by OTLP/HTTP to this collector URL
+        /// (`http://HOST:4318/v1/metrics`): the same series and labels, counters cumulative.
+        /// Off unless given.
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
+        /// How often to push to the collector.
+        #[arg(long, default_value = "60s", value_parser = period_argument,
+              requires = "otlp_endpoint")]
+        otlp_period: Duration,
+        /// The node's name, as the resource attribute `k8s.node.name` of the pushed metrics.
+        #[arg(
+            long,
+            env = "NODE_NAME",
+            value_name = "NAME",
+            requires = "otlp_endpoint"
+        )]
+        otlp_node_name: Option<String>,
     },
 }
 

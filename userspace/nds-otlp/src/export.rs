@@ -20,8 +20,7 @@ use opentelemetry::metrics::{Histogram, Meter, MeterProvider as _};
 use opentelemetry::KeyValue;
 use opentelemetry_otlp::{MetricExporter, WithExportConfig};
 use opentelemetry_sdk::metrics::{
-    Aggregation, Instrument, InstrumentKind, PeriodicReader, SdkMeterProvider, Stream,
-    Temporality,
+    Aggregation, Instrument, InstrumentKind, PeriodicReader, SdkMeterProvider, Stream, Temporality,
 };
 use opentelemetry_sdk::Resource;
 
@@ -127,7 +126,8 @@ impl Instruments {
                     .with_unit(unit(&name))
                     .with_boundaries(bounds.clone())
                     .build();
-                self.histograms.insert(name.clone(), (histogram, HashMap::new()));
+                self.histograms
+                    .insert(name.clone(), (histogram, HashMap::new()));
             }
         }
         self.registered.insert(name, family.kind.clone());
@@ -154,8 +154,7 @@ impl Instruments {
                     let mut now = HashMap::new();
                     for (labels, buckets) in &family.histograms {
                         let attributes = attributes(labels);
-                        for (value, count) in new_observations(bounds, last.get(labels), buckets)
-                        {
+                        for (value, count) in new_observations(bounds, last.get(labels), buckets) {
                             for _ in 0..count {
                                 histogram.record(value, &attributes);
                             }

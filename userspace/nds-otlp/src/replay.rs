@@ -41,7 +41,11 @@ pub fn new_observations(
                     .all(|(was, is)| was <= is) =>
         {
             let was = per_bucket(before);
-            let gained: Vec<u64> = now_counts.iter().zip(&was).map(|(is, was)| is - was).collect();
+            let gained: Vec<u64> = now_counts
+                .iter()
+                .zip(&was)
+                .map(|(is, was)| is - was)
+                .collect();
             (gained, now.sum - before.sum)
         }
         _ => (now_counts, now.sum),
@@ -137,7 +141,10 @@ mod tests {
             *total = running;
         }
         assert_eq!(cumulative, now.cumulative, "{replayed:?}");
-        assert!((sum - now.sum).abs() <= 1e-12 * now.sum.max(1.0), "{sum} {now:?}");
+        assert!(
+            (sum - now.sum).abs() <= 1e-12 * now.sum.max(1.0),
+            "{sum} {now:?}"
+        );
     }
 
     fn buckets(cumulative: [u64; 4], sum: f64) -> Buckets {
@@ -168,6 +175,9 @@ mod tests {
     fn a_series_that_went_backwards_is_replayed_whole() {
         let before = buckets([5, 5, 5, 5], 0.004);
         let now = buckets([1, 1, 1, 1], 0.0005);
-        assert_eq!(new_observations(&BOUNDS, Some(&before), &now), [(0.0005, 1)]);
+        assert_eq!(
+            new_observations(&BOUNDS, Some(&before), &now),
+            [(0.0005, 1)]
+        );
     }
 }
