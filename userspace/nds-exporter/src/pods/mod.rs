@@ -9,7 +9,8 @@
 //! What each slab's series carry ([`SlabPods`], see [`nds_podresources::Attribution`]): its
 //! per-process series the container of its process (the holder of its device, or of the
 //! cores it counts on), its per-core series the holder of each core. A series of no container
-//! has no such labels at all, as dcgm-exporter leaves them off a GPU no pod holds.
+//! has no such labels at all, as dcgm-exporter leaves them off a GPU no pod holds. A device
+//! allocated through DRA also names its ResourceClaim (`claim_name`, `claim_namespace`).
 
 mod feed;
 #[cfg(feature = "pods")]
@@ -23,19 +24,25 @@ use nds_document::pods::SlabPods;
 use nds_podresources::{Attribution, Container};
 
 use crate::labels::Labels;
-use nds_metric_table::POD_LABELS;
+use nds_metric_table::{CLAIM_LABELS, POD_LABELS};
 
 pub use feed::PodFeed;
 
-/// The labels naming `holder`; none for no holder.
+/// The labels naming `holder` (and its claim); none for no holder.
 fn labels(holder: Option<&Arc<Container>>) -> Labels<'static> {
     let [pod, namespace, container] = POD_LABELS;
+    let [claim_name, claim_namespace] = CLAIM_LABELS;
     holder.map_or_else(Vec::new, |holder| {
-        vec![
+        let mut labels = vec![
             (pod, holder.pod.clone()),
             (namespace, holder.namespace.clone()),
             (container, holder.container.clone()),
-        ]
+        ];
+        if let Some(claim) = &holder.claim {
+            labels.push((claim_name, claim.name.clone()));
+            labels.push((claim_namespace, claim.namespace.clone()));
+        }
+        labels
     })
 }
 
@@ -132,7 +139,8 @@ impl SlabAttribution {
 #[cfg(test)]
 mod tests {
     use nds_podresources::v1::{
-        ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+        ClaimResource, ContainerDevices, ContainerResources, DynamicResource,
+        ListPodResourcesResponse, PodResources,
     };
 
     use super::*;
@@ -150,6 +158,7 @@ mod tests {
                         resource_name: resource.to_owned(),
                         device_ids: ids.iter().map(|&id| id.to_owned()).collect(),
                     }],
+                    dynamic_resources: Vec::new(),
                 }],
             })
             .collect();
@@ -199,6 +208,46 @@ mod tests {
             resolve(&map, DEVICE_1, 0b01).process,
             pods.cores.get("2").cloned()
         );
+    }
+
+    #[test]
+    fn a_claimed_device_names_its_claim_on_process_and_core_series() {
+        let claimed = Arc::new(Attribution::from_list(&ListPodResourcesResponse {
+            pod_resources: vec![PodResources {
+                name: "p".to_owned(),
+                namespace: "ns".to_owned(),
+                containers: vec![ContainerResources {
+                    name: "c".to_owned(),
+                    devices: Vec::new(),
+                    dynamic_resources: vec![DynamicResource {
+                        claim_name: "p-neurons-4tq".to_owned(),
+                        claim_namespace: "ns".to_owned(),
+                        claim_resources: vec![ClaimResource {
+                            driver_name: "neuron.aws.com".to_owned(),
+                            device_name: "neurondevice1".to_owned(),
+                            ..ClaimResource::default()
+                        }],
+                    }],
+                }],
+            }],
+        }));
+        let pods = resolve(&claimed, DEVICE_1, 0);
+        let expected = vec![
+            ("pod", "p".to_owned()),
+            ("namespace", "ns".to_owned()),
+            ("container", "c".to_owned()),
+            ("claim_name", "p-neurons-4tq".to_owned()),
+            ("claim_namespace", "ns".to_owned()),
+        ];
+        assert_eq!(pods.process_labels(), expected);
+        assert_eq!(pods.core_labels("2"), expected);
+        assert_eq!(pods.core_labels("3"), expected);
+        // Device 0 is nobody's: no label at all.
+        let device_0 = CoreIndexing {
+            device: 0,
+            per_device: 2,
+        };
+        assert!(resolve(&claimed, device_0, 0).process_labels().is_empty());
     }
 
     #[test]
