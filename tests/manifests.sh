@@ -327,6 +327,11 @@ assert container["imagePullPolicy"] == "IfNotPresent"
 assert option(args, "--port") == "9400" and container["ports"][0]["containerPort"] == 9400
 assert monitor_args[-2:] == ["--verbose", "1"], monitor_args
 assert option(monitor_args, "--pod-resources-allocator") == "dra", monitor_args
+assert option(args, "--otlp-endpoint") == "http://adot-collector.observability.svc:4318/v1/metrics", args
+assert option(args, "--otlp-period") == "30s", args
+assert args.index("--otlp-endpoint") < args.index("--"), "an entrypoint option, not the monitor's"
+node_name = [e for e in container["env"] if e["name"] == "NODE_NAME"]
+assert node_name == [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}], container["env"]
 assert "--dev-dir" not in args, args
 assert docs["ConfigMap"]["data"]["monitor.json"].startswith('{"neuron_runtimes":[{"metrics"')
 print("RESULT all:", len(every), "objects named nds-monitor-all, labelled neuron-exporter;",
@@ -338,6 +343,8 @@ import os
 chart = yaml.safe_load(open(os.environ["CHART"] + "/Chart.yaml"))
 assert container["image"] == "nds-monitor:" + chart["appVersion"], container["image"]
 assert "priorityClassName" not in pod and "imagePullSecrets" not in pod and "affinity" not in pod
+assert not any(arg.startswith("--otlp") for arg in container["args"]), container["args"]
+assert "env" not in container, "no push, no node name"
 EOF
 }
 

@@ -126,12 +126,8 @@ pub enum Command {
               requires = "otlp_endpoint")]
         otlp_period: Duration,
         /// The node's name, as the resource attribute `k8s.node.name` of the pushed metrics.
-        #[arg(
-            long,
-            env = "NODE_NAME",
-            value_name = "NAME",
-            requires = "otlp_endpoint"
-        )]
+        /// Unused without --otlp-endpoint (a pod may have NODE_NAME whether or not it pushes).
+        #[arg(long, env = "NODE_NAME", value_name = "NAME")]
         otlp_node_name: Option<String>,
     },
 }
