@@ -122,15 +122,19 @@ helm_and_kubectl_are_the_pinned_releases() {
 # (only "[INFO]" ones, which are printed).
 helm_lint_is_clean() {
     local values
-    for values in "" "$chart/ci/all-options-values.yaml" "$chart/ci/restricted-values.yaml"; do
-        "$HELM" lint --strict "$chart" ${values:+--values "$values"} >"$tmp/lint.out" 2>&1 ||
+    for values in "" "$chart/ci/all-options-values.yaml" "$chart/ci/restricted-values.yaml" \
+        "$chart/ci/container-insights-values.yaml"; do
+        # The Container Insights values belong in the agent's namespace.
+        "$HELM" lint --strict "$chart" ${values:+--values "$values"} \
+            --namespace "$(case "$values" in *container-insights*) echo amazon-cloudwatch ;; *) echo default ;; esac)" \
+            >"$tmp/lint.out" 2>&1 ||
             { cat "$tmp/lint.out"; fail "helm lint ${values:+-f $(basename "$values")} failed"; } || return 1
         if grep -E '^\[(WARNING|ERROR)\]' "$tmp/lint.out"; then
             fail "helm lint ${values:+-f $(basename "$values")} warns" || return 1
         fi
         grep -q '0 chart(s) failed' "$tmp/lint.out" || { cat "$tmp/lint.out"; return 1; }
     done
-    echo "RESULT helm lint --strict: defaults, all-options, restricted: 0 failed;" \
+    echo "RESULT helm lint --strict: defaults, all-options, restricted, container-insights: 0 failed;" \
         "$(grep '^\[INFO\]' "$tmp/lint.out" | paste -sd';' || echo 'no INFO')"
 }
 
@@ -177,6 +181,7 @@ variants=(
     "restricted:--values $chart/ci/restricted-values.yaml"
     "baseline:--values $chart/ci/restricted-values.yaml --set runAsUser=0"
     "all:--values $chart/ci/all-options-values.yaml"
+    "insights:--namespace amazon-cloudwatch --values $chart/ci/container-insights-values.yaml"
 )
 render_variants() {
     local variant name args
@@ -277,6 +282,8 @@ volume = volumes[mount["name"]]
 assert volume["hostPath"] == {"path": "/var/lib/kubelet/pod-resources", "type": "Directory"}, volume
 socket = option(monitor_args, "--pod-resources-socket")
 assert socket == "/var/lib/kubelet/pod-resources/kubelet.sock", monitor_args
+# auto, the default, is the monitor's default too: no option.
+assert "--pod-resources-allocator" not in args, args
 print("RESULT podResources: hostPath /var/lib/kubelet/pod-resources read-only, --pod-resources-socket", socket)
 EOF
     check_rendering restricted <<'EOF'
@@ -319,6 +326,12 @@ assert container["image"].endswith("@sha256:" + "0123456789abcdef" * 4), contain
 assert container["imagePullPolicy"] == "IfNotPresent"
 assert option(args, "--port") == "9400" and container["ports"][0]["containerPort"] == 9400
 assert monitor_args[-2:] == ["--verbose", "1"], monitor_args
+assert option(monitor_args, "--pod-resources-allocator") == "dra", monitor_args
+assert option(args, "--otlp-endpoint") == "http://adot-collector.observability.svc:4318/v1/metrics", args
+assert option(args, "--otlp-period") == "30s", args
+assert args.index("--otlp-endpoint") < args.index("--"), "an entrypoint option, not the monitor's"
+node_name = [e for e in container["env"] if e["name"] == "NODE_NAME"]
+assert node_name == [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}], container["env"]
 assert "--dev-dir" not in args, args
 assert docs["ConfigMap"]["data"]["monitor.json"].startswith('{"neuron_runtimes":[{"metrics"')
 print("RESULT all:", len(every), "objects named nds-monitor-all, labelled neuron-exporter;",
@@ -330,6 +343,8 @@ import os
 chart = yaml.safe_load(open(os.environ["CHART"] + "/Chart.yaml"))
 assert container["image"] == "nds-monitor:" + chart["appVersion"], container["image"]
 assert "priorityClassName" not in pod and "imagePullSecrets" not in pod and "affinity" not in pod
+assert not any(arg.startswith("--otlp") for arg in container["args"]), container["args"]
+assert "env" not in container, "no push, no node name"
 EOF
 }
 
@@ -579,7 +594,8 @@ checkov_finds_only_what_the_values_ask_for() {
     checkov_expect hostpid CKV_K8S_17 CKV_K8S_25 CKV_K8S_43 &&
         checkov_expect root CKV_K8S_23 CKV_K8S_25 CKV_K8S_40 CKV_K8S_43 &&
         checkov_expect baseline CKV_K8S_23 CKV_K8S_40 CKV_K8S_43 &&
-        checkov_expect all CKV_K8S_17 CKV_K8S_25
+        checkov_expect all CKV_K8S_17 CKV_K8S_25 &&
+        checkov_expect insights CKV_K8S_25 CKV_K8S_43
 }
 
 # The node side (install.rst): KMM's Module and its Dockerfile, and the CDI specification.
@@ -611,6 +627,42 @@ yaml.safe_dump(configmap, open(configmap_out, "w"))
 EOF
     grep -q '^module:' Makefile || fail "the Dockerfile's make module has no target" || return 1
     "$K8S_VENV/bin/kubernetes-validate" --strict --quiet -k "${KUBERNETES_VERSIONS[-1]}" "$tmp/kmm-configmap.yaml"
+}
+
+# CloudWatch Container Insights' Neuron scraper finds the Service, by the rules its sources
+# write (tests/container-insights-receiver.json, each with its file and commit), and the
+# option's requirements are refused when missing.
+container_insights_discovers_the_service() {
+    "$python" tests/container-insights.py "$tmp/variant-insights.yaml" \
+        tests/container-insights-receiver.json || return 1
+    # Each rule fails the check when the rendering breaks it: the checker is not vacuous.
+    local broken
+    for broken in "s/k8s-app: neuron-monitor-service/k8s-app: neuron-monitor/" \
+        "s/internalTrafficPolicy: Local/internalTrafficPolicy: Cluster/" \
+        "s/^  namespace: amazon-cloudwatch/  namespace: neuron-monitor/" \
+        "s/name: neuron-monitor-service/name: nds-monitor/" \
+        "s/- --cert-file/- --certificate/"; do
+        sed "$broken" "$tmp/variant-insights.yaml" >"$tmp/insights-broken.yaml"
+        cmp -s "$tmp/insights-broken.yaml" "$tmp/variant-insights.yaml" && fail "$broken: nothing replaced" && return 1
+        if "$python" tests/container-insights.py "$tmp/insights-broken.yaml" \
+            tests/container-insights-receiver.json 2>/dev/null; then
+            fail "accepted a rendering with $broken" || return 1
+        fi
+    done
+    # Without TLS, or outside the agent's namespace, the chart refuses to render.
+    if helm_template --set containerInsights.enabled=true --namespace amazon-cloudwatch >"$tmp/ci.out" 2>&1; then
+        fail "containerInsights without tlsSecret rendered" || return 1
+    fi
+    grep -q "needs tlsSecret" "$tmp/ci.out" || { cat "$tmp/ci.out"; return 1; }
+    if helm_template --values "$chart/ci/container-insights-values.yaml" >"$tmp/ci.out" 2>&1; then
+        fail "containerInsights in neuron-monitor rendered" || return 1
+    fi
+    grep -q "install the release there (--namespace amazon-cloudwatch)" "$tmp/ci.out" || { cat "$tmp/ci.out"; return 1; }
+    # Off (the default), the Service stays headless and unlabelled.
+    check_rendering defaults <<'EOF'
+service = docs["Service"]
+assert service["spec"]["clusterIP"] == "None" and "k8s-app" not in service["metadata"]["labels"], service
+EOF
 }
 
 kubernetes_rst_is_valid() { rst_is_valid "$root/Documentation/kubernetes.rst"; }
@@ -645,6 +697,8 @@ check "the namespace's Pod Security label is the level the pod meets (restricted
 check "checkov: no privileged container, host network, writable root; only what the values ask for flagged" \
     checkov_finds_only_what_the_values_ask_for
 check "the node side: KMM Module and Dockerfile, CDI specification" the_node_side_manifests_hold_together
+check "containerInsights: CloudWatch Container Insights' Neuron scraper discovers the Service, as upstream writes its rules" \
+    container_insights_discovers_the_service
 check "Documentation/kubernetes.rst is valid reStructuredText" kubernetes_rst_is_valid
 echo "1..$number"
 [ "$failures" -eq 0 ]

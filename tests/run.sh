@@ -39,17 +39,8 @@ mkdir -p "$root/build" && exec 8>"$root/build/.harness.lock" && flock 8
 results="$root/build/test-$variant"
 rm -rf "$results" && mkdir -p "$results"
 
-# Each step says when it began, so a slow run shows where its time went.
-step() { printf '\n=== %s  (%s)\n' "$*" "$(date +%T)"; }
-count() { # count <passed> <failed> <what>
-    passed=$((passed + $1)) failed=$((failed + $2))
-    printf -- '--- %s: %d passed, %d failed\n' "$3" "$1" "$2"
-}
-# Sums libtest's "test result:" lines of a log into "passed failed".
-libtest_totals() {
-    awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1) } }
-         END { printf "%d %d\n", p, f }' "$1"
-}
+# shellcheck source=tests/tally.sh
+source tests/tally.sh
 finish() {
     printf '\n%d passed, %d failed\n' "$passed" "$failed"
     [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -17,16 +17,9 @@ mkdir -p build && exec 8>build/.harness.lock && flock 8
 top="$root/build/test-under-load"
 rm -rf "$top" && mkdir -p "$top"
 
-step() { printf '\n=== %s  (%s)\n' "$*" "$(date +%T)"; }
 passed=0 failed=0
-count() { # count <passed> <failed> <what>
-    passed=$((passed + $1)) failed=$((failed + $2))
-    printf -- '--- %s: %d passed, %d failed\n' "$3" "$1" "$2"
-}
-libtest_totals() {
-    awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1) } }
-         END { printf "%d %d\n", p, f }' "$1"
-}
+# shellcheck source=tests/tally.sh
+source tests/tally.sh
 # shellcheck source=tests/guest-pass.sh
 source tests/guest-pass.sh
 

@@ -25,6 +25,7 @@ use std::ffi::c_void;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::fs::FileExt;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
@@ -32,8 +33,10 @@ use nds_abi::ioctl::{
     NeuronDsInfo, NEURON_IOCTL_ACQUIRE_NEURON_DS, NEURON_IOCTL_RELEASE_NEURON_DS,
 };
 use nds_abi::layout::{NEURON_DATASTORE_SIZE, NEURON_MAX_DATASTORE_ENTRIES_PER_DEVICE};
+use nds_abi::ledger::{TenureRecord, NDS_IOCTL_FOLLOW_LEDGER, TENURE_RECORD_SIZE};
 use nds_abi::sysfs::{sysfs_counter, SysfsGroup};
 use nds_bench::report::GuestBench;
+use zerocopy::FromBytes;
 
 mod wakeup;
 
@@ -369,6 +372,46 @@ fn timed_release(device: &Device) -> Result<Duration> {
     let start = Instant::now();
     device.release()?;
     Ok(start.elapsed())
+}
+
+/// `pread` of `buffer.len()` bytes at `offset`; returns how many came.
+fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> Result<usize> {
+    context(FileExt::read_at(file, buffer, offset), "pread")
+}
+
+/// A file of the device that follows its ledger, and room for one record.
+struct LedgerReader {
+    file: File,
+    buffer: Vec<u8>,
+    oldest: u64,
+}
+
+impl LedgerReader {
+    fn follow() -> Result<Self> {
+        let file = context(OpenOptions::new().read(true).open(DEVICE), DEVICE)?;
+        // SAFETY: FOLLOW_LEDGER takes no argument; the cast only changes the C library's
+        // request type (`int` on musl), not the bits.
+        let rc = unsafe { libc::ioctl(file.as_raw_fd(), NDS_IOCTL_FOLLOW_LEDGER as libc::Ioctl) };
+        check(rc, "FOLLOW_LEDGER")?;
+        let mut reader = Self {
+            file,
+            buffer: vec![0; TENURE_RECORD_SIZE],
+            oldest: 0,
+        };
+        reader.read_oldest()?;
+        let record = TenureRecord::read_from_bytes(&reader.buffer)
+            .map_err(|_| io::Error::other("a ledger record of the wrong size"))?;
+        reader.oldest = record.seq;
+        Ok(reader)
+    }
+
+    /// One whole record (the one asked for, or the oldest kept if it is gone).
+    fn read_oldest(&mut self) -> Result<()> {
+        match read_at(&self.file, &mut self.buffer, self.oldest)? {
+            TENURE_RECORD_SIZE => Ok(()),
+            other => Err(io::Error::other(format!("a ledger read of {other} bytes"))),
+        }
+    }
 }
 
 /// open + read to the end + close, as `cat` and monitors read sysfs.
@@ -854,6 +897,19 @@ fn run() -> Result<()> {
         }),
     ])?;
     device.release()?;
+
+    // The releases above left the ledger full; the oldest record kept is read again and again.
+    let mut ledger = LedgerReader::follow()?;
+    let zero = context(File::open("/dev/zero"), "/dev/zero")?;
+    let mut zeros = vec![0; TENURE_RECORD_SIZE];
+    alternate(&mut [
+        (GuestBench::LedgerRecordRead, &mut || {
+            batch(whole(|| ledger.read_oldest()))
+        }),
+        (GuestBench::ZeroRead, &mut || {
+            batch(whole(|| read_at(&zero, &mut zeros, 0).map(drop)))
+        }),
+    ])?;
 
     // Last: the pipe's writer is a thread, and the benches above fork.
     let period = wakeup::metrics_period()?;

@@ -2,6 +2,7 @@
 //! system calls, so each test sees exactly the errno the kernel returned, plus a handle on
 //! `ds-producer` helper processes and readers of the module's sysfs files.
 
+pub mod actor;
 pub mod fault_injection;
 pub mod identity;
 pub mod kcov;

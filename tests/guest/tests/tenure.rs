@@ -2,112 +2,11 @@
 //! actor is a `ds-tenure` process under an identity of its own (uid 1000 and 1001 are two
 //! unprivileged users), on a node everyone may open, so every refusal is the module's.
 
-use neuron_ds_guest_tests::*;
-use std::{
-    io::{BufRead, BufReader, Write},
-    os::unix::fs::PermissionsExt,
-    process::{Child, ChildStdin, ChildStdout, Command, Stdio},
-    time::Instant,
+use neuron_ds_guest_tests::{
+    actor::{Actor, NOTHING},
+    *,
 };
-
-/// A running `ds-tenure`.
-struct Actor {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    pid: i32,
-    /// Its first line.
-    hello: String,
-}
-
-impl Actor {
-    fn start(identity: &str, mode: &str, args: &[&str]) -> Self {
-        let mut child = Command::new(helper_path("ds-tenure"))
-            .arg(identity)
-            .arg(mode)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start ds-tenure");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut hello = String::new();
-        stdout.read_line(&mut hello).unwrap();
-        assert!(
-            !hello.is_empty(),
-            "ds-tenure {identity} {mode} {args:?} said nothing"
-        );
-        Self {
-            pid: child.id() as i32,
-            stdin: child.stdin.take(),
-            child,
-            stdout,
-            hello: hello.trim().to_owned(),
-        }
-    }
-
-    /// An owner holding a slab with `marker` in it.
-    fn owner(identity: &str, marker: u64) -> Self {
-        let actor = Self::start(identity, "hold", &["0", &marker.to_string()]);
-        assert!(actor.hello.starts_with("ready "), "{}", actor.hello);
-        actor
-    }
-
-    fn offset(&self) -> u64 {
-        let word = self.hello.split_whitespace().nth(1).unwrap();
-        word.parse().unwrap()
-    }
-
-    /// Sends `command` and returns the answer line, if one comes (`None`: it exited).
-    fn ask(&mut self, command: &str) -> Option<String> {
-        writeln!(self.stdin.as_mut().unwrap(), "{command}").unwrap();
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).ok()?;
-        (!line.is_empty()).then(|| line.trim().to_owned())
-    }
-
-    /// The `scan` answer's fields.
-    fn scan(&mut self) -> Scan {
-        let line = self.ask("scan").expect("the scan ended the actor");
-        let field = |name: &str| -> u64 {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{line}"))
-        };
-        Scan {
-            nonzero: field("nonzero"),
-            counter: field("counter"),
-            generation: field("generation"),
-        }
-    }
-
-    fn stop(mut self) -> std::process::ExitStatus {
-        drop(self.stdin.take());
-        self.child.wait().unwrap()
-    }
-}
-
-impl Drop for Actor {
-    fn drop(&mut self) {
-        if self.stdin.take().is_some() {
-            let _ = self.child.wait();
-        }
-    }
-}
-
-#[derive(Debug, PartialEq, Eq)]
-struct Scan {
-    nonzero: u64,
-    counter: u64,
-    generation: u64,
-}
-
-const NOTHING: Scan = Scan {
-    nonzero: 0,
-    counter: 0,
-    generation: 0,
-};
+use std::{io::BufRead, os::unix::fs::PermissionsExt, time::Instant};
 
 /// What `actor`'s old reader mapping shows after the owner's release: the ended tenure as it
 /// ended (its `marker`, its generation moved on to the release's even one) until the slab is

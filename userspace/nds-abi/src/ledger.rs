@@ -32,10 +32,9 @@ use zerocopy_derive::{
 /// ioctl type byte of this module's own commands, none of which the original driver has.
 pub const NDS_EXT_IOCTL_BASE: u32 = 0xDA;
 
-/// Makes the file a follower of its device's ledger, from the sequence number its `u64`
-/// argument names (0: the oldest kept): `_IOW(0xDA, 1, __u64)`.
-pub const NDS_IOCTL_FOLLOW_LEDGER: u32 =
-    (1 << 30) | ((size_of::<u64>() as u32) << 16) | (NDS_EXT_IOCTL_BASE << 8) | 1;
+/// Makes the file a follower of its device's ledger for good: its reads return records from
+/// the file position on (0: the oldest kept). No argument: `_IO(0xDA, 1)`.
+pub const NDS_IOCTL_FOLLOW_LEDGER: u32 = (NDS_EXT_IOCTL_BASE << 8) | 1;
 
 /// Records each device keeps.
 pub const LEDGER_CAPACITY: usize = 64;
@@ -171,8 +170,9 @@ impl TenureRecord {
     }
 }
 
-const _: () = assert!(NDS_IOCTL_FOLLOW_LEDGER == 0x4008_DA01);
+const _: () = assert!(NDS_IOCTL_FOLLOW_LEDGER == 0x0000_DA01);
 const _: () = assert!(TENURE_RECORD_SIZE.is_multiple_of(8));
 const _: () = assert!(core::mem::offset_of!(TenureRecord, generation) == 16);
 const _: () = assert!(core::mem::offset_of!(TenureRecord, cgroup_id) == 56);
 const _: () = assert!(core::mem::offset_of!(TenureRecord, counters) == 64 + 32 + 256);
+const _: () = assert!(TENURE_RECORD_SIZE == 3936);

@@ -116,6 +116,10 @@ pub enum GuestBench {
     SysfsTotalSixteenLive,
     /// open + read + close of the node's misc device `dev` attribute.
     SysfsDev,
+    /// `pread` of one whole tenure record from a file that follows the device's ledger.
+    LedgerRecordRead,
+    /// `pread` of as many bytes from `/dev/zero`: the system call and the copy alone.
+    ZeroRead,
     /// Wakeup of a reader blocked in `read()` of the metric posts, from the period's stamp.
     PostWakeup,
     /// Wakeup of a reader blocked in `read()` of a pipe, from the stamp of the thread that
@@ -125,7 +129,7 @@ pub enum GuestBench {
 
 impl GuestBench {
     /// Every guest measurement.
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 19] = [
         Self::AttachCycle,
         Self::AttachFloor,
         Self::ReleaseOneLive,
@@ -141,6 +145,8 @@ impl GuestBench {
         Self::SysfsTotalOneLive,
         Self::SysfsTotalSixteenLive,
         Self::SysfsDev,
+        Self::LedgerRecordRead,
+        Self::ZeroRead,
         Self::PostWakeup,
         Self::PipeWakeup,
     ];
@@ -164,6 +170,8 @@ impl GuestBench {
             Self::SysfsTotalOneLive => "sysfs-total-1",
             Self::SysfsTotalSixteenLive => "sysfs-total-16",
             Self::SysfsDev => "sysfs-dev",
+            Self::LedgerRecordRead => "ledger-record-read",
+            Self::ZeroRead => "zero-read",
             Self::PostWakeup => "post-wakeup",
             Self::PipeWakeup => "pipe-wakeup",
         }
@@ -419,6 +427,12 @@ pub fn rows() -> Vec<Row> {
             Goal::None,
         ),
         (
+            "a tenure record read from the ledger / as many bytes read from /dev/zero",
+            GuestBench::LedgerRecordRead,
+            GuestBench::ZeroRead,
+            Goal::None,
+        ),
+        (
             "blocked read woken by a post / by a pipe write",
             GuestBench::PostWakeup,
             GuestBench::PipeWakeup,
@@ -645,7 +659,7 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), GuestBench::ALL.len());
         // Per threading mode: 4 bands × (handle, int), mmv, prometheus; the slab-word row; four
-        // snapshot rows, two record rows, eleven guest rows.
-        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 11);
+        // snapshot rows, two record rows, twelve guest rows.
+        assert_eq!(rows().len(), 3 * 10 + 1 + 6 + 12);
     }
 }

@@ -27,6 +27,12 @@ pub struct Cli {
     /// Private key (PEM) of --cert-file.
     #[arg(long, value_name = "FILE", requires = "cert_file")]
     pub key_file: Option<PathBuf>,
+    /// Also push the metrics by OTLP/HTTP to this collector URL (.../v1/metrics).
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<OsString>,
+    /// How often to push them (nds-monitor's default when not given).
+    #[arg(long, value_name = "DURATION", requires = "otlp_endpoint")]
+    pub otlp_period: Option<OsString>,
     /// The nds-monitor program (default: the one next to this program).
     #[arg(long, value_name = "PATH")]
     pub monitor: Option<PathBuf>,

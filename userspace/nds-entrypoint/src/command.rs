@@ -25,8 +25,17 @@ pub struct Tls {
     pub key_file: PathBuf,
 }
 
+/// Where `serve` pushes its exposition by OTLP/HTTP, and how often.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Otlp {
+    /// The collector's metrics URL (`http://COLLECTOR:4318/v1/metrics`), passed as given.
+    pub endpoint: OsString,
+    /// The push period as `nds-monitor` reads it (`60s`); none: its default.
+    pub period: Option<OsString>,
+}
+
 /// `nds-monitor [-c CONFIG] [MONITOR_ARGS...] serve --listen ADDRESS:PORT [--cert-file F
-/// --key-file K]`.
+/// --key-file K] [--otlp-endpoint URL [--otlp-period P]]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServeCommand {
     /// The `nds-monitor` program.
@@ -39,6 +48,8 @@ pub struct ServeCommand {
     pub port: u16,
     /// Serve HTTPS with these files instead of HTTP.
     pub tls: Option<Tls>,
+    /// Also push the exposition to an OpenTelemetry collector.
+    pub otlp: Option<Otlp>,
     /// Options of `nds-monitor` itself (before `serve`), e.g. `--slab-dir DIR`.
     pub monitor_args: Vec<OsString>,
 }
@@ -61,6 +72,14 @@ impl ServeCommand {
             args.push((&tls.cert_file).into());
             args.push("--key-file".into());
             args.push((&tls.key_file).into());
+        }
+        if let Some(otlp) = &self.otlp {
+            args.push("--otlp-endpoint".into());
+            args.push(otlp.endpoint.clone());
+            if let Some(period) = &otlp.period {
+                args.push("--otlp-period".into());
+                args.push(period.clone());
+            }
         }
         args
     }
@@ -119,6 +138,7 @@ mod tests {
             address: DEFAULT_ADDRESS,
             port: DEFAULT_PORT,
             tls: None,
+            otlp: None,
             monitor_args: Vec::new(),
         }
     }
@@ -167,6 +187,38 @@ mod tests {
                 "--key-file",
                 "/etc/certs/tls.key"
             ]
+        );
+    }
+
+    #[test]
+    fn a_collector_adds_the_otlp_options_after_serve_and_its_period_only_when_given() {
+        let mut command = command();
+        command.otlp = Some(Otlp {
+            endpoint: "http://collector:4318/v1/metrics".into(),
+            period: None,
+        });
+        let args = strings(command.args());
+        assert_eq!(
+            args[args.len() - 2..],
+            ["--otlp-endpoint", "http://collector:4318/v1/metrics"]
+        );
+        command.otlp = Some(Otlp {
+            endpoint: "http://collector:4318/v1/metrics".into(),
+            period: Some("15s".into()),
+        });
+        let args = strings(command.args());
+        assert_eq!(
+            args[args.len() - 4..],
+            [
+                "--otlp-endpoint",
+                "http://collector:4318/v1/metrics",
+                "--otlp-period",
+                "15s"
+            ]
+        );
+        assert!(
+            args.iter().position(|arg| arg == "serve")
+                < args.iter().position(|arg| arg == "--otlp-endpoint")
         );
     }
 

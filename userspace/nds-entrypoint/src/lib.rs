@@ -17,5 +17,5 @@ pub mod command;
 pub mod init;
 
 pub use capability::{pass_perfmon_on, Perfmon};
-pub use command::{ServeCommand, Tls};
+pub use command::{Otlp, ServeCommand, Tls};
 pub use error::{Error, Result};

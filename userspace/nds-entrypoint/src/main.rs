@@ -8,7 +8,7 @@ use clap::Parser;
 use cli::Cli;
 use nds_entrypoint::command::default_monitor;
 use nds_entrypoint::init::{is_pid_one, supervise};
-use nds_entrypoint::{pass_perfmon_on, Perfmon, Result, ServeCommand, Tls};
+use nds_entrypoint::{pass_perfmon_on, Otlp, Perfmon, Result, ServeCommand, Tls};
 
 /// Runs the monitor; returns the container's exit code (as process 1) or only on failure.
 fn run(cli: Cli) -> Result<u8> {
@@ -27,6 +27,10 @@ fn run(cli: Cli) -> Result<u8> {
                 cert_file,
                 key_file,
             }),
+        otlp: cli.otlp_endpoint.map(|endpoint| Otlp {
+            endpoint,
+            period: cli.otlp_period,
+        }),
         monitor_args: cli.monitor_args,
     };
     if pass_perfmon_on()? == Perfmon::NotPermitted {

@@ -82,6 +82,10 @@ fn the_monitor_replaces_the_entrypoint_with_the_daemonset_options() {
         "/etc/certs/tls.crt",
         "--key-file",
         "/etc/certs/tls.key",
+        "--otlp-endpoint",
+        "http://collector:4318/v1/metrics",
+        "--otlp-period",
+        "30s",
         "--monitor",
         monitor.to_str().unwrap(),
         "--",
@@ -107,7 +111,11 @@ fn the_monitor_replaces_the_entrypoint_with_the_daemonset_options() {
             "--cert-file",
             "/etc/certs/tls.crt",
             "--key-file",
-            "/etc/certs/tls.key"
+            "/etc/certs/tls.key",
+            "--otlp-endpoint",
+            "http://collector:4318/v1/metrics",
+            "--otlp-period",
+            "30s"
         ]
     );
 }
@@ -144,6 +152,21 @@ fn a_certificate_without_its_key_is_refused_before_anything_starts() {
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     assert!(lines(&output, "pid ").is_empty(), "the monitor ran");
     assert!(String::from_utf8_lossy(&output.stderr).contains("--key-file"));
+}
+
+#[test]
+fn a_push_period_without_a_collector_is_refused_before_anything_starts() {
+    let scratch = Scratch::new("half-otlp");
+    let monitor = scratch.monitor();
+    let (_, output) = entrypoint(&[
+        "--otlp-period",
+        "30s",
+        "--monitor",
+        monitor.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(lines(&output, "pid ").is_empty(), "the monitor ran");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--otlp-endpoint"));
 }
 
 #[test]

@@ -33,6 +33,14 @@ pub struct Cli {
     /// Where to read the processes' command lines.
     #[arg(long, default_value = "/proc")]
     pub proc_root: PathBuf,
+    /// Print every device's tenure ledger instead, as lastcomm prints process accounting: one
+    /// line (with --output-format json, one JSON object) per tenure that ended, oldest first,
+    /// with its end, owner, times, completed and failed executions and tag.
+    #[arg(long)]
+    pub ledger: bool,
+    /// With --ledger: keep printing the tenures that end, until interrupted.
+    #[arg(long, requires = "ledger")]
+    pub follow: bool,
 }
 
 /// What `--output-format` takes.

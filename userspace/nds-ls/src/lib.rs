@@ -25,6 +25,7 @@ pub mod source;
 pub mod listing;
 // Floor 2: the outputs.
 pub mod json;
+pub mod ledger;
 pub mod table;
 // Floor 3: the nds-ls tool's command line.
 #[cfg(feature = "cli")]

@@ -1,7 +1,7 @@
 //! The labels of one series beyond the instance labels, built from its family's declaration:
 //! the declared names come from the table, the caller gives only the values.
 
-use crate::{MetricFamily, INSTANCE_LABELS, POD_LABELS};
+use crate::{MetricFamily, CLAIM_LABELS, INSTANCE_LABELS, POD_LABELS};
 
 /// The container a series is about, as the pod labels name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,6 +12,8 @@ pub struct PodNames<'a> {
     pub namespace: &'a str,
     /// The container's name.
     pub container: &'a str,
+    /// The name and namespace of the ResourceClaim its devices came through (DRA), if any.
+    pub claim: Option<(&'a str, &'a str)>,
 }
 
 /// The labels of one series as `(name, value)` pairs. Every name is the table's: a family's
@@ -67,8 +69,8 @@ impl LabelSet {
         }
     }
 
-    /// These labels and the pod labels naming `pod`, if there is one (a series no container
-    /// holds has none of them).
+    /// These labels and the pod labels naming `pod` (and the claim labels, for a device that
+    /// came through a claim), if there is one (a series no container holds has none of them).
     ///
     /// # Panics
     ///
@@ -79,6 +81,7 @@ impl LabelSet {
             pod,
             namespace,
             container,
+            claim,
         }) = pod
         {
             assert!(self.pods_allowed, "pod labels on a family without them");
@@ -88,6 +91,13 @@ impl LabelSet {
                 (namespace_label, namespace.to_owned()),
                 (container_label, container.to_owned()),
             ]);
+            if let Some((name, claim_namespace)) = claim {
+                let [name_label, claim_namespace_label] = CLAIM_LABELS;
+                self.pairs.extend([
+                    (name_label, name.to_owned()),
+                    (claim_namespace_label, claim_namespace.to_owned()),
+                ]);
+            }
         }
         self
     }
@@ -118,6 +128,7 @@ mod tests {
             pod: "p",
             namespace: "n",
             container: "c",
+            claim: None,
         };
         let with_pod = NDS_RUNTIME_INFO
             .label_set(&["tag", "7", "0"])
@@ -142,6 +153,23 @@ mod tests {
                 .len(),
             3
         );
+        let claimed = PodNames {
+            claim: Some(("p-neurons-4tq", "n")),
+            ..pod
+        };
+        let with_claim = NDS_RUNTIME_INFO
+            .label_set(&["t", "1", "0"])
+            .with_pod(Some(claimed));
+        assert_eq!(
+            with_claim.pairs()[3..],
+            [
+                ("pod", "p".to_owned()),
+                ("namespace", "n".to_owned()),
+                ("container", "c".to_owned()),
+                ("claim_name", "p-neurons-4tq".to_owned()),
+                ("claim_namespace", "n".to_owned()),
+            ]
+        );
         let instance = LabelSet::instance(["a", "b", "c", "d", "e", "f"]);
         assert_eq!(instance.pairs()[5], ("subnet_id", "f".to_owned()));
     }
@@ -159,6 +187,7 @@ mod tests {
             pod: "p",
             namespace: "n",
             container: "c",
+            claim: None,
         };
         let _ = EXECUTION_STATUS_TOTAL
             .label_set(&["tag", "completed"])

@@ -47,6 +47,10 @@ pub const INSTANCE_LABELS: [&str; 6] = [
 /// (nds-exporter's `pods`), on the families with [`MetricFamily::pod_labels`].
 pub const POD_LABELS: [&str; 3] = ["pod", "namespace", "container"];
 
+/// The labels naming the ResourceClaim a series' device came through, beside
+/// [`POD_LABELS`], on a node that allocates devices through DRA.
+pub const CLAIM_LABELS: [&str; 2] = ["claim_name", "claim_namespace"];
+
 /// What a family is, as its `# TYPE` line says.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum MetricType {
@@ -900,6 +904,7 @@ mod tests {
         let reserved: Vec<&str> = INSTANCE_LABELS
             .iter()
             .chain(&POD_LABELS)
+            .chain(&CLAIM_LABELS)
             .chain(&["le"])
             .copied()
             .collect();

@@ -87,6 +87,11 @@ pub struct Cli {
     #[arg(long, default_value = "10s", value_parser = period_argument,
           requires = "pod_resources_socket")]
     pub pod_resources_period: Duration,
+    /// Which allocations to read: the Neuron device plugin's, the Neuron DRA driver's claims,
+    /// or (`auto`) whichever the node lists; the log says which it found.
+    #[arg(long, value_enum, default_value_t = PodResourcesAllocator::Auto,
+          requires = "pod_resources_socket")]
+    pub pod_resources_allocator: PodResourcesAllocator,
     /// What to do instead of printing reports.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -111,7 +116,31 @@ pub enum Command {
         /// Exit after answering this many requests.
         #[arg(long)]
         max_requests: Option<usize>,
+        /// Also push the exposition's families by OTLP/HTTP to this collector URL
+        /// (`http://HOST:4318/v1/metrics`): the same series and labels, counters cumulative.
+        /// Off unless given.
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
+        /// How often to push to the collector.
+        #[arg(long, default_value = "60s", value_parser = period_argument,
+              requires = "otlp_endpoint")]
+        otlp_period: Duration,
+        /// The node's name, as the resource attribute `k8s.node.name` of the pushed metrics.
+        /// Unused without --otlp-endpoint (a pod may have NODE_NAME whether or not it pushes).
+        #[arg(long, env = "NODE_NAME", value_name = "NAME")]
+        otlp_node_name: Option<String>,
     },
+}
+
+/// Whose allocations pod attribution reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PodResourcesAllocator {
+    /// Both: a node lists only one of them.
+    Auto,
+    /// The device plugin's `aws.amazon.com/neuron`, `neurondevice` and `neuroncore`.
+    DevicePlugin,
+    /// Claims of the DRA driver `neuron.aws.com`.
+    Dra,
 }
 
 /// The format of the reports.

@@ -30,6 +30,9 @@ pub enum Error {
     /// The thread asking the kubelet for pod attribution could not be started.
     #[error("pod attribution: {0}")]
     PodAttribution(#[source] io::Error),
+    /// OTLP export (`serve --otlp-endpoint`) could not be started.
+    #[error("serve: {0}")]
+    Otlp(#[from] nds_otlp::Error),
     /// The HTTP endpoint could not be set up.
     #[error("serve {address}: {source}")]
     Serve {

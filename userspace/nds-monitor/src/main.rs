@@ -24,8 +24,9 @@ use nds_document::{MonitorDocument, Plan};
 use nds_exporter::Exporter;
 use nds_host::hardware::HardwareTree;
 use nds_host::HostSource;
-use nds_monitor::cli::{Cli, Command, Format};
-use nds_podresources::refresh;
+use nds_monitor::cli::{Cli, Command, Format, PodResourcesAllocator};
+use nds_otlp::{OtlpExport, OtlpSettings};
+use nds_podresources::{refresh, Allocator};
 use nds_sampler::{Consumer, Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
@@ -88,7 +89,12 @@ fn run(cli: Cli) -> Result<()> {
     let monitor = Monitor::new(source, plan, Instant::now());
     let mut exporter = Exporter::new();
     if let Some(socket) = &cli.pod_resources_socket {
-        let feed = refresh::start(socket.clone(), cli.pod_resources_period)
+        let only = match cli.pod_resources_allocator {
+            PodResourcesAllocator::Auto => None,
+            PodResourcesAllocator::DevicePlugin => Some(Allocator::DevicePlugin),
+            PodResourcesAllocator::Dra => Some(Allocator::Dra),
+        };
+        let feed = refresh::start(socket.clone(), cli.pod_resources_period, only)
             .map_err(Error::PodAttribution)?;
         log::info!(
             "pod attribution from {} every {:?}",
@@ -106,8 +112,22 @@ fn run(cli: Cli) -> Result<()> {
         cert_file,
         key_file,
         max_requests,
+        otlp_endpoint,
+        otlp_period,
+        otlp_node_name,
     }) = &cli.command
     {
+        let otlp = match otlp_endpoint {
+            Some(endpoint) => {
+                let settings = otlp_settings(endpoint, *otlp_period, otlp_node_name.as_deref());
+                log::info!(
+                    "OTLP export to {endpoint} every {otlp_period:?}, resource {:?}",
+                    settings.resource
+                );
+                Some(OtlpExport::start(&settings)?)
+            }
+            None => None,
+        };
         let tls = match (cert_file, key_file) {
             (Some(cert_file), Some(key_file)) => Some(
                 TlsFiles {
@@ -128,7 +148,7 @@ fn run(cli: Cli) -> Result<()> {
         println!("listening on {scheme}://{address}/metrics");
         io::stdout().flush().map_err(Error::Output)?;
         let monitor = monitor.with_consumer(exporter);
-        return serve(listener, monitor, tls, *max_requests).map_err(serve_error);
+        return serve(listener, monitor, tls, *max_requests, otlp).map_err(serve_error);
     }
     match cli.format {
         Format::Prometheus => print_reports(monitor.with_consumer(exporter), &cli, |monitor, _| {
@@ -177,6 +197,34 @@ fn print_reports<C: Consumer>(
         }
     }
     Ok(())
+}
+
+/// How long one OTLP export may take.
+const OTLP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The host's name (`host.name`), as the kernel has it.
+fn host_name() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    Some(name.trim().to_owned()).filter(|name| !name.is_empty())
+}
+
+/// The OTLP settings of `serve`: the resource names the host, this monitor instance and the
+/// node (each series also carries the instance labels, as on `/metrics`).
+fn otlp_settings(endpoint: &str, period: std::time::Duration, node: Option<&str>) -> OtlpSettings {
+    let mut resource = Vec::new();
+    if let Some(host) = host_name() {
+        resource.push(("host.name".to_owned(), host.clone()));
+        resource.push(("service.instance.id".to_owned(), host));
+    }
+    if let Some(node) = node.filter(|node| !node.is_empty()) {
+        resource.push(("k8s.node.name".to_owned(), node.to_owned()));
+    }
+    OtlpSettings {
+        endpoint: endpoint.to_owned(),
+        period,
+        timeout: OTLP_TIMEOUT,
+        resource,
+    }
 }
 
 /// Dies of SIGPIPE when the reader of standard output goes away, as Unix tools do (Rust

@@ -142,7 +142,13 @@ fn prometheus_output_parses_and_carries_the_counters() {
 fn serve_answers_metrics_over_http() {
     let scratch = Scratch::new("cli-serve");
     produce(&scratch.slabs(), 0, 5201, "served", 80);
-    let served = Served::start(monitor(&scratch).args(["serve", "--listen", "127.0.0.1:0"]));
+    // The chart gives every pod NODE_NAME (for OTLP's k8s.node.name): without a collector
+    // it changes nothing.
+    let served = Served::start(
+        monitor(&scratch)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("NODE_NAME", "ip-10-0-0-1.ec2.internal"),
+    );
     let missing = served.get("/nothing");
     assert!(missing.status.starts_with("HTTP/1.0 404"), "{missing:?}");
     // Even the first exposition, before any period has passed, has the process.

@@ -105,6 +105,7 @@ fn trainer_holds_device_0() -> PodFeed {
                         resource_name: "aws.amazon.com/neuron".to_owned(),
                         device_ids: vec![DEVICE.to_string()],
                     }],
+                    dynamic_resources: Vec::new(),
                 }],
             }],
         }),

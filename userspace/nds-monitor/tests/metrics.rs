@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use common::*;
 use nds_document::Plan;
 use nds_exporter::Exporter;
-use nds_metric_table::{MetricFamily, MetricType, FAMILIES, INSTANCE_LABELS, POD_LABELS};
+use nds_metric_table::{
+    MetricFamily, MetricType, CLAIM_LABELS, FAMILIES, INSTANCE_LABELS, POD_LABELS,
+};
 use nds_podresources::v1::{
     ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
 };
@@ -43,6 +45,7 @@ fn rich_exposition(scratch: &Scratch) -> String {
                         resource_name: "aws.amazon.com/neuroncore".to_owned(),
                         device_ids: vec!["0".to_owned(), "1".to_owned()],
                     }],
+                    dynamic_resources: Vec::new(),
                 }],
             }],
         }),
@@ -186,6 +189,8 @@ fn the_exposition_renders_exactly_the_declared_families() {
         allowed.extend(family.labels);
         if family.pod_labels {
             allowed.extend(POD_LABELS);
+            // A device plugin's node (this one) names no claim; a DRA node's does.
+            allowed.extend(CLAIM_LABELS);
         }
         let mut seen = BTreeSet::new();
         for (suffix, labels) in &family_rendered.samples {

@@ -1,9 +1,10 @@
 //! Pod attribution against a fake kubelet: a PodResources server (the generated service of
 //! the kubelet's `api.proto`) on a unix socket, `nds-monitor serve` on slab files the load
 //! generator keeps writing, and pods that come and go meanwhile. Every per-process and
-//! per-core series of a slab carries the pod of the container holding its device or cores; a
-//! pod that leaves the list labels no new series; a kubelet that is missing or never answers
-//! stalls no scrape and is counted.
+//! per-core series of a slab carries the pod of the container holding its device or cores,
+//! allocated by the device plugin or claimed through DRA (then with the claim); a pod that
+//! leaves the list labels no new series; a kubelet that is missing or never answers stalls no
+//! scrape and is counted.
 
 mod common;
 
@@ -11,7 +12,7 @@ use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -20,8 +21,8 @@ use nds_podresources::refresh;
 use nds_podresources::tonic::{self, Request, Response, Status};
 use nds_podresources::v1::pod_resources_lister_server::PodResourcesLister;
 use nds_podresources::v1::{
-    ContainerDevices, ContainerResources, ListPodResourcesRequest, ListPodResourcesResponse,
-    PodResources,
+    ClaimResource, ContainerDevices, ContainerResources, DynamicResource, ListPodResourcesRequest,
+    ListPodResourcesResponse, PodResources,
 };
 
 /// What the fake kubelet lists, changed by the test while it serves.
@@ -46,7 +47,7 @@ impl PodResourcesLister for Pods {
 }
 
 /// Serves `pods` on `socket` from a thread of its own for the rest of the test process.
-fn fake_kubelet(socket: &Path, pods: Pods) {
+fn fake_kubelet(socket: &Path, pods: impl PodResourcesLister) {
     let listener = StdUnixListener::bind(socket).unwrap();
     listener.set_nonblocking(true).unwrap();
     std::thread::spawn(move || {
@@ -75,6 +76,7 @@ fn pod(namespace: &str, name: &str, container: &str, held: &[(&str, &[&str])]) -
                     device_ids: ids.iter().map(|&id| id.to_owned()).collect(),
                 })
                 .collect(),
+            dynamic_resources: Vec::new(),
         }],
     }
 }
@@ -428,4 +430,284 @@ fn pod_attribution_is_for_the_exposition_only() {
         String::from_utf8_lossy(&output.stderr).contains("--pod-resources-socket"),
         "{output:?}"
     );
+}
+
+/// A kubelet's list that says which of its versions each call was answered with, so that a
+/// test can wait until the monitor has had a version.
+#[derive(Default)]
+struct Versions {
+    pods: Vec<PodResources>,
+    version: u64,
+    /// The version each call was answered with, in order.
+    answered: Vec<u64>,
+}
+
+#[derive(Clone, Default)]
+struct VersionedPods(Arc<(Mutex<Versions>, Condvar)>);
+
+impl VersionedPods {
+    /// Lists `pods` from now on; their version.
+    fn set(&self, pods: Vec<PodResources>) -> u64 {
+        let mut versions = self.0 .0.lock().unwrap();
+        versions.pods = pods;
+        versions.version += 1;
+        versions.version
+    }
+
+    /// Waits until a call was answered with `version` and the monitor asked again: its
+    /// refresher publishes each answer before it makes the next call.
+    fn wait_until_published(&self, version: u64) {
+        let (versions, answered) = &*self.0;
+        let (_versions, timeout) = answered
+            .wait_timeout_while(
+                versions.lock().unwrap(),
+                Duration::from_secs(60),
+                |versions| {
+                    let first = versions.answered.iter().position(|&v| v == version);
+                    first.is_none_or(|at| versions.answered.len() <= at + 1)
+                },
+            )
+            .unwrap();
+        assert!(
+            !timeout.timed_out(),
+            "the monitor never had version {version}"
+        );
+    }
+}
+
+#[tonic::async_trait]
+impl PodResourcesLister for VersionedPods {
+    async fn list(
+        &self,
+        _: Request<ListPodResourcesRequest>,
+    ) -> Result<Response<ListPodResourcesResponse>, Status> {
+        let (versions, answered) = &*self.0;
+        let mut versions = versions.lock().unwrap();
+        let answer = ListPodResourcesResponse {
+            pod_resources: versions.pods.clone(),
+        };
+        let version = versions.version;
+        versions.answered.push(version);
+        answered.notify_all();
+        Ok(Response::new(answer))
+    }
+}
+
+/// A pod of one container with `claims`: `(claim, [(driver, device name)])` each.
+fn claiming(
+    namespace: &str,
+    name: &str,
+    container: &str,
+    claims: &[(&str, &[(&str, &str)])],
+) -> PodResources {
+    let mut pod = pod(namespace, name, container, &[]);
+    pod.containers[0].dynamic_resources = claims
+        .iter()
+        .map(|&(claim, devices)| DynamicResource {
+            claim_name: claim.to_owned(),
+            claim_namespace: namespace.to_owned(),
+            claim_resources: devices
+                .iter()
+                .map(|&(driver, device)| ClaimResource {
+                    driver_name: driver.to_owned(),
+                    pool_name: "ip-10-0-0-1.ec2.internal".to_owned(),
+                    device_name: device.to_owned(),
+                    ..ClaimResource::default()
+                })
+                .collect(),
+        })
+        .collect();
+    pod
+}
+
+/// The value of label `name` in a sample line.
+fn label<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    let start = line
+        .find(&format!("{{{name}=\""))
+        .or_else(|| line.find(&format!(",{name}=\"")))?;
+    let value = &line[start + name.len() + 3..];
+    value.split('"').next()
+}
+
+/// Who a sample line names: `(pod, namespace, container, claim_name, claim_namespace)`.
+type Named<'a> = [Option<&'a str>; 5];
+
+fn named(line: &str) -> Named<'_> {
+    [
+        "pod",
+        "namespace",
+        "container",
+        "claim_name",
+        "claim_namespace",
+    ]
+    .map(|name| label(line, name))
+}
+
+/// A claim's holder as [`named`] reads it.
+fn holder<'a>(namespace: &'a str, pod: &'a str, container: &'a str, claim: &'a str) -> Named<'a> {
+    [
+        Some(pod),
+        Some(namespace),
+        Some(container),
+        Some(claim),
+        Some(namespace),
+    ]
+}
+
+const NOBODY: Named<'static> = [None; 5];
+
+/// The reports the exposition counted.
+fn reports(body: &str) -> f64 {
+    sample(body, "nds_monitor_reports_total{").unwrap_or(0.0)
+}
+
+/// The exposition of the second report after now: both began after anything the monitor had
+/// published before this call.
+fn two_reports_on(served: &Served) -> String {
+    let now = reports(&served.get("/metrics").body);
+    served.scrape_until(|body| reports(body) >= now + 2.0)
+}
+
+/// Checks that every per-process series (`pid`) and every per-core series (`neuroncore`, but
+/// the kernel's `nds_device_*` totals) of each device names its holder in `expected` (by
+/// device index, 16 cores each in slab files), that every listed process has series, and that
+/// the per-tag series name nobody.
+fn check_holders(body: &str, processes: &[(u32, i32)], expected: &dyn Fn(u32) -> Named<'static>) {
+    for &(device, pid) in processes {
+        let lines = lines_of(body, pid);
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.starts_with("nds_runtime_status_total{")),
+            "process {pid} has no counters:\n{body}"
+        );
+        for line in lines {
+            assert_eq!(named(line), expected(device), "{line}");
+        }
+    }
+    let per_core = body.lines().filter(|line| {
+        !line.starts_with('#') && !line.starts_with("nds_device_") && line.contains("neuroncore=")
+    });
+    let mut devices_seen = std::collections::BTreeSet::new();
+    for line in per_core {
+        let core: u32 = label(line, "neuroncore").unwrap().parse().unwrap();
+        devices_seen.insert(core / 16);
+        assert_eq!(named(line), expected(core / 16), "{line}");
+    }
+    for &(device, _) in processes {
+        assert!(
+            devices_seen.contains(&device),
+            "no core of device {device}:\n{body}"
+        );
+    }
+    for line in body
+        .lines()
+        .filter(|line| line.starts_with("execution_status_total{"))
+    {
+        assert_eq!(named(line), NOBODY, "{line}");
+    }
+}
+
+const CLAIMED: (u32, i32, &str) = (0, 7201, "claimed");
+const TWO_CLAIMS: (u32, i32, &str) = (1, 7202, "two-claims");
+const UNCLAIMED: (u32, i32, &str) = (2, 7203, "unclaimed");
+
+#[test]
+fn dra_claims_label_every_series_of_their_devices_within_one_refresh_while_pods_come_and_go() {
+    let scratch = Scratch::new("pods-dra");
+    let socket = scratch.0.join("kubelet.sock");
+    let kubelet = VersionedPods::default();
+    let neuron = "neuron.aws.com";
+    let first = kubelet.set(vec![
+        claiming(
+            "ml",
+            "trainer-0",
+            "main",
+            &[("trainer-0-neurons-zdk76", &[(neuron, "neurondevice0")])],
+        ),
+        claiming(
+            "serving",
+            "server-0",
+            "infer",
+            &[
+                // Another driver's claim of the same container is not a Neuron device.
+                ("server-0-efa-8kq2n", &[("efa.networking.k8s.aws", "efa1")]),
+                ("server-0-neurons-m4x9c", &[(neuron, "neurondevice1")]),
+            ],
+        ),
+        // An UltraServer node device names no device: left out, and device 2 stays unclaimed.
+        claiming(
+            "ml",
+            "leader-0",
+            "main",
+            &[("one-node", &[(neuron, "neuron_node0")])],
+        ),
+    ]);
+    fake_kubelet(&socket, kubelet.clone());
+    let slabs = [CLAIMED, TWO_CLAIMS, UNCLAIMED];
+    let processes: Vec<(u32, i32)> = slabs.iter().map(|&(d, pid, _)| (d, pid)).collect();
+    let load = Load::start(&scratch.slabs(), &slabs);
+    let served = Served::start(
+        scratch
+            .monitor_command("200ms")
+            .arg("--pod-resources-socket")
+            .arg(&socket)
+            .args(["--pod-resources-period", "200ms"])
+            .args(["--pod-resources-allocator", "dra"])
+            .args(["serve", "--listen", "127.0.0.1:0"]),
+    );
+
+    kubelet.wait_until_published(first);
+    let body = two_reports_on(&served);
+    let trainer = holder("ml", "trainer-0", "main", "trainer-0-neurons-zdk76");
+    let server = holder("serving", "server-0", "infer", "server-0-neurons-m4x9c");
+    check_holders(&body, &processes, &|device| match device {
+        0 => trainer,
+        1 => server,
+        _ => NOBODY,
+    });
+    assert_eq!(
+        sample(&body, "nds_monitor_pod_resources_errors_total{"),
+        Some(0.0)
+    );
+
+    // The trainer's pod leaves; a new pod claims device 2.
+    let second = kubelet.set(vec![
+        claiming(
+            "serving",
+            "server-0",
+            "infer",
+            &[("server-0-neurons-m4x9c", &[(neuron, "neurondevice1")])],
+        ),
+        claiming(
+            "batch",
+            "batch-0",
+            "job",
+            &[("batch-0-neurons-p2v7d", &[(neuron, "neurondevice2")])],
+        ),
+    ]);
+    kubelet.wait_until_published(second);
+    let body = two_reports_on(&served);
+    let batch = holder("batch", "batch-0", "job", "batch-0-neurons-p2v7d");
+    check_holders(&body, &processes, &|device| match device {
+        1 => server,
+        2 => batch,
+        _ => NOBODY,
+    });
+    // No series of a process names the pod that left (its per-pod series keep its totals).
+    assert!(!without_pod_families(&body).contains("trainer-0"), "{body}");
+    assert!(
+        body.lines()
+            .any(|line| line.starts_with("nds_pod_") && line.contains("pod=\"trainer-0\"")),
+        "{body}"
+    );
+
+    // Every pod leaves: every device's series stay, with no pod.
+    let third = kubelet.set(Vec::new());
+    kubelet.wait_until_published(third);
+    let body = two_reports_on(&served);
+    check_holders(&body, &processes, &|_| NOBODY);
+    drop(load);
+    let status = served.stop_with(libc::SIGTERM);
+    assert!(status.success(), "{status}");
 }

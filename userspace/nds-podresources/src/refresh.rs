@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio::time::MissedTickBehavior;
 
-use crate::attribution::{Attribution, Skip};
+use crate::attribution::{Allocator, Attribution, Skip};
 use crate::client::list;
 use crate::error::Error;
 use crate::feed::PodFeed;
@@ -30,13 +30,14 @@ pub fn keep_for(period: Duration) -> Duration {
     period.saturating_mul(3).saturating_add(DEADLINE)
 }
 
-/// Starts asking the kubelet at `socket` every `period`; the mapping is published to the feed
-/// returned (empty until the first answer).
+/// Starts asking the kubelet at `socket` every `period`; the mapping, of `only` that
+/// allocator's allocations (both with `None`), is published to the feed returned (empty
+/// until the first answer).
 ///
 /// # Errors
 ///
 /// The runtime or the thread could not be made.
-pub fn start(socket: PathBuf, period: Duration) -> io::Result<PodFeed> {
+pub fn start(socket: PathBuf, period: Duration, only: Option<Allocator>) -> io::Result<PodFeed> {
     let feed = PodFeed::new(keep_for(period));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -45,11 +46,11 @@ pub fn start(socket: PathBuf, period: Duration) -> io::Result<PodFeed> {
     // The thread lives as long as the process: nothing waits for it to end.
     std::thread::Builder::new()
         .name("pod-resources".into())
-        .spawn(move || runtime.block_on(refresh(socket, period, publisher)))?;
+        .spawn(move || runtime.block_on(refresh(socket, period, only, publisher)))?;
     Ok(feed)
 }
 
-async fn refresh(socket: PathBuf, period: Duration, feed: PodFeed) {
+async fn refresh(socket: PathBuf, period: Duration, only: Option<Allocator>, feed: PodFeed) {
     let mut ticks = tokio::time::interval(period);
     // A slow call delays the next one instead of causing a burst after it.
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -58,7 +59,7 @@ async fn refresh(socket: PathBuf, period: Duration, feed: PodFeed) {
         ticks.tick().await;
         match list(&socket, DEADLINE).await {
             Ok(response) => {
-                let attribution = Attribution::from_list(&response);
+                let attribution = Attribution::from_list_of(&response, only);
                 said.answered(&attribution);
                 feed.publish(attribution, Instant::now());
             }
@@ -78,6 +79,23 @@ struct Said {
     /// Whether any answer came yet.
     answered: bool,
     skipped: Vec<Skip>,
+    /// The allocators the last answer listed.
+    allocators: Vec<Allocator>,
+}
+
+/// Which allocators a node's answer listed, for the log.
+fn allocated_through(allocators: &[Allocator]) -> String {
+    match allocators {
+        [] => "no Neuron allocation listed".to_owned(),
+        [one] => format!("allocated through {one}"),
+        _ => {
+            let all: Vec<String> = allocators.iter().map(ToString::to_string).collect();
+            format!(
+                "allocated through {} at once (a node should run one of them)",
+                all.join(" and ")
+            )
+        }
+    }
 }
 
 /// `error` and every source under it, one line.
@@ -116,6 +134,16 @@ impl Said {
             log::debug!("pod attribution: {summary}");
         }
         self.answered = true;
+        let allocators: Vec<Allocator> = attribution.allocators().iter().copied().collect();
+        if allocators != self.allocators {
+            let through = allocated_through(&allocators);
+            if allocators.len() > 1 {
+                log::warn!("pod attribution: {through}");
+            } else {
+                log::info!("pod attribution: {through}");
+            }
+            self.allocators = allocators;
+        }
         if attribution.skipped() != self.skipped.as_slice() {
             for skip in attribution.skipped() {
                 log::warn!("pod attribution: left out: {skip}");

@@ -1,5 +1,6 @@
-//! `list` against a fake kubelet on a unix socket: what it answers, its error statuses, a
-//! socket that is not there, and one that never answers.
+//! `list` against a fake kubelet on a unix socket: what it answers (device plugin and DRA
+//! allocations), its error statuses, a socket that is not there, and one that never answers;
+//! and the DRA messages' wire format at upstream's field numbers.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -8,10 +9,11 @@ use std::time::{Duration, Instant};
 use nds_podresources::tonic::{self, Request, Response, Status};
 use nds_podresources::v1::pod_resources_lister_server::PodResourcesLister;
 use nds_podresources::v1::{
-    ContainerDevices, ContainerResources, ListPodResourcesRequest, ListPodResourcesResponse,
-    PodResources,
+    CdiDevice, ClaimResource, ContainerDevices, ContainerResources, DynamicResource,
+    ListPodResourcesRequest, ListPodResourcesResponse, PodResources,
 };
 use nds_podresources::{list, serve, Attribution, Error};
+use prost::Message;
 use tokio::net::UnixListener;
 
 /// A directory of its own for each test's socket, removed when dropped.
@@ -82,6 +84,19 @@ fn response() -> ListPodResourcesResponse {
                         device_ids: vec!["0".to_owned()],
                     },
                 ],
+                dynamic_resources: vec![DynamicResource {
+                    claim_name: "trainer-0-neurons-zdk76".to_owned(),
+                    claim_namespace: "ml".to_owned(),
+                    claim_resources: vec![ClaimResource {
+                        cdi_devices: vec![CdiDevice {
+                            name: "neuron.aws.com/device=neurondevice2".to_owned(),
+                        }],
+                        driver_name: "neuron.aws.com".to_owned(),
+                        pool_name: "ip-10-0-0-1.ec2.internal".to_owned(),
+                        device_name: "neurondevice2".to_owned(),
+                        share_id: Some("0".to_owned()),
+                    }],
+                }],
             }],
         }],
     }
@@ -108,6 +123,10 @@ async fn list_answers_what_the_kubelet_serves_and_sends_the_deadline() {
     assert_eq!(
         holder(attribution.core(0, 2, 0)).as_deref(),
         Some("ml/trainer-0/main")
+    );
+    assert_eq!(
+        holder(attribution.device(2)).as_deref(),
+        Some("ml/trainer-0/main (claim ml/trainer-0-neurons-zdk76)")
     );
     // A second call is a connection of its own, answered the same.
     assert_eq!(
@@ -182,4 +201,52 @@ async fn a_kubelet_that_never_answers_is_a_deadline() {
     assert!(matches!(error, Error::Deadline { .. }), "{error:?}");
     assert!(waited >= deadline && waited < deadline * 5, "{waited:?}");
     assert!(error.to_string().contains("within 300ms"), "{error}");
+}
+
+/// A protobuf field: its tag (number and wire type 2, length-delimited) and its bytes.
+fn field(number: u8, bytes: &[u8]) -> Vec<u8> {
+    let mut encoded = vec![number << 3 | 2, u8::try_from(bytes.len()).unwrap()];
+    encoded.extend_from_slice(bytes);
+    encoded
+}
+
+#[test]
+fn dra_fields_are_read_at_the_kubelets_field_numbers() {
+    // Written by hand with upstream's numbers: ClaimResource cdi_devices 1, driver_name 2,
+    // pool_name 3, device_name 4, share_id 5; DynamicResource claim_name 2, claim_namespace 3,
+    // claim_resources 4; ContainerResources name 1, dynamic_resources 5.
+    let cdi = field(1, b"neuron.aws.com/device=neurondevice7");
+    let device = [
+        field(1, &cdi),
+        field(2, b"neuron.aws.com"),
+        field(3, b"node-a"),
+        field(4, b"neurondevice7"),
+        field(5, b"s1"),
+    ]
+    .concat();
+    let claim = [field(2, b"c"), field(3, b"ns"), field(4, &device)].concat();
+    let container = [field(1, b"main"), field(5, &claim)].concat();
+    let decoded = ContainerResources::decode(container.as_slice()).unwrap();
+    assert_eq!(
+        decoded,
+        ContainerResources {
+            name: "main".to_owned(),
+            devices: Vec::new(),
+            dynamic_resources: vec![DynamicResource {
+                claim_name: "c".to_owned(),
+                claim_namespace: "ns".to_owned(),
+                claim_resources: vec![ClaimResource {
+                    cdi_devices: vec![CdiDevice {
+                        name: "neuron.aws.com/device=neurondevice7".to_owned(),
+                    }],
+                    driver_name: "neuron.aws.com".to_owned(),
+                    pool_name: "node-a".to_owned(),
+                    device_name: "neurondevice7".to_owned(),
+                    share_id: Some("s1".to_owned()),
+                }],
+            }],
+        }
+    );
+    // Encoding gives the same bytes back.
+    assert_eq!(decoded.encode_to_vec(), container);
 }

@@ -50,8 +50,9 @@ pub struct LedgerFollower {
     file: File,
     /// The next sequence number wanted.
     next: u64,
-    /// Whether anything was read yet: before that, a first record above `next` is a gap only
-    /// if a sequence number was asked for.
+    /// Whether the follower knows the number it wants: one was asked for, or it has read (a
+    /// record, or an empty ledger). Until then the first record kept, whatever its number, is
+    /// where it starts, and nothing before it counts as lost.
     asked: bool,
 }
 
@@ -108,7 +109,15 @@ impl LedgerFollower {
         loop {
             let n = match self.file.read_at(&mut buf, self.next) {
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(events),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !self.asked {
+                        // Nothing kept at all: nothing was ever recorded, and the first record
+                        // to come is number 1, which this follower must not miss.
+                        self.next = 1;
+                        self.asked = true;
+                    }
+                    return Ok(events);
+                }
                 Err(e) => return Err(Error::io("reading the ledger".to_owned(), e)),
             };
             if n == 0 || n % TENURE_RECORD_SIZE != 0 {
@@ -121,7 +130,7 @@ impl LedgerFollower {
                 let Ok(record) = TenureRecord::read_from_bytes(chunk) else {
                     continue;
                 };
-                if record.seq > self.next && (self.asked || self.next > 1) {
+                if record.seq > self.next && self.asked {
                     events.push(LedgerEvent::Lost {
                         first: self.next.max(1),
                         last: record.seq - 1,

@@ -34,6 +34,12 @@
 //!   `map-reader <outcome> counter=<counter 1 of core 0, or -1>`.
 //! * `posts DEVICE`: opens DEVICE and tries to read one metric post and to poll for one;
 //!   prints `posts read=<outcome> poll=<revents>`.
+//! * `tagged DEVICE TAG MARKER`: an owner through the `nds` library, as a runtime is: publishes
+//!   a process-info record with TAG, adds MARKER completed executions on core 0; prints
+//!   `ready`; RELEASEs when stdin closes.
+//! * `ledger DEVICE SEQ`: reads record SEQ of DEVICE's ledger (waiting for it); prints
+//!   `record seq=<n> end=<end> redacted=<bool> pid=<pid> uid=<uid> tag=<tag or -> completed=<core
+//!   0 completed executions>`, or `lost <first>..<last>` if the ring dropped it first.
 //! * `pidns DEVICE PID`: in a new pid namespace, tries to ACQUIRE PID and reads the slot table;
 //!   prints `pidns acquire=<outcome> listed=<whether PID appears in the table>`.
 //! * `cycle DEVICE`: owns and releases a slab over and over, writing into each tenure its own
@@ -59,7 +65,7 @@ use std::{
     fs::File,
     io::{self, BufRead, Write},
     os::{
-        fd::{AsRawFd, FromRawFd},
+        fd::{AsFd, AsRawFd, FromRawFd},
         unix::process::CommandExt,
     },
     process::{exit, Command},
@@ -68,6 +74,7 @@ use std::{
         Arc,
     },
 };
+use zerocopy::FromZeros;
 
 const RW: i32 = libc::PROT_READ | libc::PROT_WRITE;
 
@@ -155,6 +162,35 @@ fn exec_mode(path: &std::path::Path, mode: &str, file: &File, marker: &str) -> i
     Command::new(path)
         .args(["-", mode, &fd.to_string(), marker])
         .exec()
+}
+
+/// The line of the `ledger` mode for `event`, if it is about record `seq`.
+fn ledger_line(event: &nds::LedgerEvent, seq: u64) -> Option<String> {
+    match event {
+        nds::LedgerEvent::Lost { first, last } if (*first..=*last).contains(&seq) => {
+            Some(format!("lost {first}..{last}"))
+        }
+        nds::LedgerEvent::Tenure(record) if record.seq == seq => {
+            let success = nds_abi::sysfs::SYSFS_COUNTERS
+                .iter()
+                .position(|counter| counter.name == "success")
+                .unwrap_or(0);
+            let tag = record.tag().map_or_else(
+                || "-".to_owned(),
+                |tag| String::from_utf8_lossy(tag).into_owned(),
+            );
+            Some(format!(
+                "record seq={} end={} redacted={} pid={} uid={} tag={tag} completed={}",
+                record.seq,
+                record.ended_by().map_or("?", |end| end.name()),
+                record.is_redacted(),
+                record.pid,
+                record.uid,
+                record.counters[0][success]
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// `ok` or the errno's name.
@@ -354,6 +390,46 @@ fn run(mode: &str, args: &[String]) -> io::Result<()> {
                     _ => Ok(()),
                 }
             })
+        }
+        "tagged" => {
+            let producer = nds::Producer::open(&nds::Backend::device(device_path(
+                arg(0).parse().unwrap_or(0),
+            )))
+            .map_err(io::Error::other)?;
+            let mut info = nds_abi::records::ProcessInfo::new_zeroed();
+            info.set_tag(arg(1).as_bytes())
+                .map_err(|_| io::Error::other("the tag is longer than 31 bytes"))?;
+            producer
+                .commit_process_info(&info)
+                .map_err(io::Error::other)?;
+            let completed = nds_abi::counters::NcCounter::InferCompleted.index();
+            producer
+                .increment_nc_counter(0, completed, arg(2).parse().unwrap_or(0))
+                .map_err(io::Error::other)?;
+            say("ready")?;
+            serve(&[], |_| Ok(()))?;
+            producer.close().map_err(io::Error::other)
+        }
+        "ledger" => {
+            let path = device_path(arg(0).parse().unwrap_or(0));
+            let seq: u64 = arg(1).parse().unwrap_or(1);
+            let mut follower = nds::LedgerFollower::open(std::path::Path::new(&path), seq)
+                .map_err(io::Error::other)?;
+            let line = loop {
+                let events = follower.read().map_err(io::Error::other)?;
+                if let Some(line) = events.iter().find_map(|event| ledger_line(event, seq)) {
+                    break line;
+                }
+                let mut pfd = libc::pollfd {
+                    fd: follower.as_fd().as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd, for the call only.
+                unsafe { libc::poll(&mut pfd, 1, -1) };
+            };
+            say(&line)?;
+            serve(&[], |_| Ok(()))
         }
         "posts" => {
             let stream =

@@ -10,9 +10,10 @@
 //! What each slab's series carry ([`SlabPods`], see [`nds_podresources::Attribution`]): its
 //! per-process series the container of its process (the holder of its device, or of the
 //! cores it counts on), its per-core series the holder of each core. A series of no container
-//! has no such labels at all, as dcgm-exporter leaves them off a GPU no pod holds. A pod that
-//! is gone from the kubelet's list is still named by its UID ([`uids`]), which the cgroup
-//! path of each of its processes carries.
+//! has no such labels at all, as dcgm-exporter leaves them off a GPU no pod holds. A device
+//! allocated through DRA also names its ResourceClaim (`claim_name`, `claim_namespace`). A
+//! pod that is gone from the kubelet's list is still named by its UID ([`uids`]), which the
+//! cgroup path of each of its processes carries.
 
 pub mod uids;
 
@@ -25,13 +26,17 @@ use nds_metric_table::PodNames;
 pub use nds_podresources::PodFeed;
 use nds_podresources::{Attribution, Container};
 
-/// The pod labels' values naming `holder`.
+/// The pod labels' values naming `holder` (and its claim).
 #[must_use]
 pub fn names(holder: &Container) -> PodNames<'_> {
     PodNames {
         pod: &holder.pod,
         namespace: &holder.namespace,
         container: &holder.container,
+        claim: holder
+            .claim
+            .as_ref()
+            .map(|claim| (claim.name.as_str(), claim.namespace.as_str())),
     }
 }
 
@@ -133,7 +138,8 @@ impl SlabAttribution {
 #[cfg(test)]
 mod tests {
     use nds_podresources::v1::{
-        ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+        ClaimResource, ContainerDevices, ContainerResources, DynamicResource,
+        ListPodResourcesResponse, PodResources,
     };
 
     use super::*;
@@ -151,6 +157,7 @@ mod tests {
                         resource_name: resource.to_owned(),
                         device_ids: ids.iter().map(|&id| id.to_owned()).collect(),
                     }],
+                    dynamic_resources: Vec::new(),
                 }],
             })
             .collect();
@@ -186,6 +193,7 @@ mod tests {
                 pod: "b",
                 namespace: "ns",
                 container: "b-c",
+                claim: None,
             })
         );
         // Counted on both: the process is neither's; its cores still are.
@@ -196,6 +204,45 @@ mod tests {
             resolve(&map, DEVICE_1, 0b01).process,
             pods.cores.get("2").cloned()
         );
+    }
+
+    #[test]
+    fn a_claimed_device_names_its_claim_on_process_and_core_series() {
+        let claimed = Arc::new(Attribution::from_list(&ListPodResourcesResponse {
+            pod_resources: vec![PodResources {
+                name: "p".to_owned(),
+                namespace: "ns".to_owned(),
+                containers: vec![ContainerResources {
+                    name: "c".to_owned(),
+                    devices: Vec::new(),
+                    dynamic_resources: vec![DynamicResource {
+                        claim_name: "p-neurons-4tq".to_owned(),
+                        claim_namespace: "ns".to_owned(),
+                        claim_resources: vec![ClaimResource {
+                            driver_name: "neuron.aws.com".to_owned(),
+                            device_name: "neurondevice1".to_owned(),
+                            ..ClaimResource::default()
+                        }],
+                    }],
+                }],
+            }],
+        }));
+        let pods = resolve(&claimed, DEVICE_1, 0);
+        let expected = Some(PodNames {
+            pod: "p",
+            namespace: "ns",
+            container: "c",
+            claim: Some(("p-neurons-4tq", "ns")),
+        });
+        assert_eq!(pods.process_names(), expected);
+        assert_eq!(pods.core_names("2"), expected);
+        assert_eq!(pods.core_names("3"), expected);
+        // Device 0 is nobody's: no label at all.
+        let device_0 = CoreIndexing {
+            device: 0,
+            per_device: 2,
+        };
+        assert!(resolve(&claimed, device_0, 0).process_names().is_none());
     }
 
     #[test]

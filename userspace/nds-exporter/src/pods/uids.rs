@@ -99,6 +99,7 @@ mod tests {
             pod: "trainer-0".into(),
             namespace: "jobs".into(),
             container: "main".into(),
+            claim: None,
         });
         let mut uids = PodUids::default();
         uids.learn(&format!("/kubepods/pod{UID}/aaaa"), &holder);

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use nds_exporter::Exporter;
+use nds_otlp::OtlpExport;
 use nds_sampler::Monitor;
 use tokio_rustls::TlsAcceptor;
 
@@ -120,7 +121,8 @@ impl Drop for StopOnDrop {
 const SAMPLING_STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// Runs `monitor` and serves its exposition on `listener` (over TLS with `tls`) until SIGTERM
-/// or SIGINT, or until `max_requests` requests were answered.
+/// or SIGINT, or until `max_requests` requests were answered; `otlp` is handed every
+/// exposition published, to push.
 ///
 /// # Errors
 ///
@@ -130,13 +132,15 @@ pub fn serve(
     mut monitor: Monitor<Exporter>,
     tls: Option<TlsAcceptor>,
     max_requests: Option<usize>,
+    otlp: Option<OtlpExport>,
 ) -> std::io::Result<()> {
     monitor.report_processes(Instant::now());
     let healthy_within = 2 * monitor.plan().shortest_period();
-    let published = Arc::new(Published::new(
-        monitor.consumer().exposition(),
-        healthy_within,
-    ));
+    let first = monitor.consumer().exposition();
+    if let Some(otlp) = &otlp {
+        otlp.publish(&first);
+    }
+    let published = Arc::new(Published::new(first, healthy_within));
     published.ticked(monitor.source().module_missing());
     let stop = Arc::new(AtomicBool::new(false));
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -170,8 +174,14 @@ pub fn serve(
         })
         .is_some()
     {
-        published.publish(monitor.consumer().exposition());
+        let text = monitor.consumer().exposition();
+        if let Some(otlp) = &otlp {
+            otlp.publish(&text);
+        }
+        published.publish(text);
     }
+    // The last exposition is pushed before the process ends.
+    drop(otlp);
     server
         .join()
         .unwrap_or_else(|_| Err(std::io::Error::other("the HTTP thread panicked")))
