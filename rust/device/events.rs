@@ -134,6 +134,8 @@ impl DeviceState {
 
     /// Up to `max` metric posts from sequence number `from` on; if there is none yet, waits
     /// for one, or fails with `EAGAIN` when `nonblocking` (`ERESTARTSYS` if a signal comes).
+    /// `ERANGE` for a position beyond the next post: none would ever come (it is from another
+    /// load of the module).
     pub(crate) fn wait_for_posts(
         &self,
         from: u64,
@@ -141,6 +143,10 @@ impl DeviceState {
         nonblocking: bool,
     ) -> Result<KVec<MetricPost>> {
         let mut inner = self.inner.lock();
+        // The ring only grows: a position not ahead now never is.
+        if inner.metrics.ring().is_ahead(from) {
+            return Err(ERANGE);
+        }
         while !inner.metrics.ring().has_from(from) {
             if nonblocking {
                 return Err(EAGAIN);
@@ -152,10 +158,13 @@ impl DeviceState {
         inner.metrics.ring().read(from, max)
     }
 
-    /// Registers `table` for the next posts and tells whether a post from `from` on exists.
+    /// Registers `table` for the next posts and tells whether a read from `from` would not
+    /// wait: a post from `from` on exists, or the position is ahead (the read fails).
     #[inline]
     pub(crate) fn poll_posts(&self, file: &File, table: &PollTable<'_>, from: u64) -> bool {
         table.register_wait(file, &self.posted);
-        self.inner.lock().metrics.ring().has_from(from)
+        let inner = self.inner.lock();
+        let ring = inner.metrics.ring();
+        ring.has_from(from) || ring.is_ahead(from)
     }
 }

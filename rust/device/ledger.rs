@@ -68,7 +68,8 @@ impl From<Owner> for TenureOwner {
 impl DeviceState {
     /// The first ledger record from sequence number `from` on, written into `record` as the
     /// reader of `file` may read it; if there is none yet, waits for one, or fails with
-    /// `EAGAIN` when `nonblocking` (`ERESTARTSYS` if a signal comes).
+    /// `EAGAIN` when `nonblocking` (`ERESTARTSYS` if a signal comes); `ERANGE` for a position
+    /// beyond the next record (from another load of the module: none would ever come).
     ///
     /// A reader gets the whole record if the file's opener is `perfmon_capable()` or has
     /// `CAP_SYS_PTRACE`, or the tenure's owner was readable by the opener's credentials by the
@@ -86,6 +87,10 @@ impl DeviceState {
         let caller = current!();
         let namespace = caller.active_pid_ns();
         let mut inner = self.inner.lock();
+        // The ledger only grows: a position not ahead now never is.
+        if inner.ledger.is_ahead(from) {
+            return Err(ERANGE);
+        }
         while !inner.ledger.has_from(from) {
             if nonblocking {
                 return Err(EAGAIN);
@@ -137,11 +142,13 @@ impl DeviceState {
         Ok(())
     }
 
-    /// Registers `table` for the next ledger records and tells whether one from `from` on
-    /// exists.
+    /// Registers `table` for the next ledger records and tells whether a read from `from`
+    /// would not wait: a record from `from` on exists, or the position is ahead (the read
+    /// fails).
     #[inline]
     pub(crate) fn poll_ledger(&self, file: &File, table: &PollTable<'_>, from: u64) -> bool {
         table.register_wait(file, &self.tenure_ended);
-        self.inner.lock().ledger.has_from(from)
+        let inner = self.inner.lock();
+        inner.ledger.has_from(from) || inner.ledger.is_ahead(from)
     }
 }

@@ -113,6 +113,11 @@ impl<O> Ledger<O> {
         self.records.has_from(from)
     }
 
+    /// Whether `from` is a position this ledger never gave out (see [`SeqRing::is_ahead`]).
+    pub(crate) fn is_ahead(&self, from: u64) -> bool {
+        self.records.is_ahead(from)
+    }
+
     /// The first record kept from sequence number `from` on, with its number and counters.
     pub(crate) fn first_from(&self, from: u64) -> Option<(u64, &TenureEntry<O>, &TenureCounters)> {
         let (seq, entry) = self.records.first_from(from)?;

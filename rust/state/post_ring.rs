@@ -49,6 +49,11 @@ impl PostRing {
         self.posts.has_from(from)
     }
 
+    /// Whether `from` is a position this ring never gave out (see [`SeqRing::is_ahead`]).
+    pub(crate) fn is_ahead(&self, from: u64) -> bool {
+        self.posts.is_ahead(from)
+    }
+
     /// Up to `max` posts from sequence number `from` on (or from the oldest kept, if `from`
     /// was dropped already); a reader sees a gap in `seq` when it was too slow.
     pub(crate) fn read(&self, from: u64, max: usize) -> Result<KVec<MetricPost>> {

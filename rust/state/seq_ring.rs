@@ -82,6 +82,12 @@ impl<T, const N: usize> SeqRing<T, N> {
         from.max(self.oldest) < self.next
     }
 
+    /// Whether `from` is beyond the next entry to be appended: a position this ring never
+    /// gave out (one kept across a reload of the module, from the ring of the load before).
+    pub(crate) fn is_ahead(&self, from: u64) -> bool {
+        from > self.next
+    }
+
     /// The first entry kept from sequence number `from` on (from the oldest kept, if `from`
     /// was overwritten already), with its sequence number: a reader sees a gap when it was too
     /// slow.
@@ -109,6 +115,8 @@ mod tests {
         assert_eq!(ring.first_from(3), Some((3, &33)));
         assert_eq!(ring.first_from(4), None);
         assert!(ring.has_from(3) && !ring.has_from(4));
+        // 4 is the next to come, 5 no position of this ring.
+        assert!(!ring.is_ahead(4) && ring.is_ahead(5));
         for value in 4..=6 {
             ring.push_with(|entry, _| *entry = value);
         }

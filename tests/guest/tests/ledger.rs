@@ -1,7 +1,8 @@
 //! The tenure ledger end to end: every way a tenure ends leaves one record, with what the
 //! owner wrote and whom it was, readable in full by whom the tenure was readable and by
 //! perfmon, redacted for anyone else; a ledger that overflows says what was lost; a record
-//! names the owner's cgroup; `nds-ls --ledger` prints it and follows it.
+//! names the owner's cgroup; `nds-ls --ledger` prints it and follows it; a follower whose
+//! position is from before a reload of the module is told that the ledger started over.
 
 use nds::{LedgerEvent, LedgerFollower};
 use nds_abi::{
@@ -9,10 +10,17 @@ use nds_abi::{
     ledger::{TenureEnd, TenureRecord, LEDGER_CAPACITY},
     sysfs::SYSFS_COUNTERS,
 };
-use neuron_ds_guest_tests::{actor::Actor, *};
+use neuron_ds_guest_tests::{
+    actor::Actor,
+    module_control::{reload_with, Restore},
+    *,
+};
 use std::{
     fs,
-    os::fd::{AsFd, AsRawFd},
+    os::{
+        fd::{AsFd, AsRawFd},
+        unix::fs::FileExt,
+    },
     path::Path,
     process::Command,
     time::Instant,
@@ -38,6 +46,7 @@ fn next_records(follower: &mut LedgerFollower, count: usize) -> Vec<TenureRecord
             match event {
                 LedgerEvent::Tenure(record) => records.push(*record),
                 LedgerEvent::Lost { first, last } => panic!("records {first}..={last} lost"),
+                LedgerEvent::Restarted => panic!("the ledger started over"),
             }
         }
         if records.len() >= count {
@@ -189,7 +198,7 @@ fn an_overflowed_ledger_says_how_many_records_were_lost_and_loses_nothing_else()
         .iter()
         .filter_map(|event| match event {
             LedgerEvent::Lost { first, last } => Some((*first, *last)),
-            LedgerEvent::Tenure(_) => None,
+            LedgerEvent::Tenure(_) | LedgerEvent::Restarted => None,
         })
         .collect();
     // The follower had read up to `first - 1`: the ring kept the last 64 of the 69.
@@ -199,7 +208,7 @@ fn an_overflowed_ledger_says_how_many_records_were_lost_and_loses_nothing_else()
         .iter()
         .filter_map(|event| match event {
             LedgerEvent::Tenure(record) => Some(record),
-            LedgerEvent::Lost { .. } => None,
+            LedgerEvent::Lost { .. } | LedgerEvent::Restarted => None,
         })
         .collect();
     assert_eq!(records.len(), LEDGER_CAPACITY);
@@ -301,4 +310,75 @@ fn nds_ls_prints_the_ledger_and_follows_it() {
     follow.wait().unwrap();
     assert!(line.contains("release"), "{line}");
     assert!(line.split_whitespace().any(|word| word == "9"), "{line}");
+}
+
+/// A position kept across a reload of the module (a follower that closed the node of an idle
+/// device and opens it again) is beyond the new ledger's next record: the kernel refuses it
+/// rather than make the reader wait for numbers that the new ledger reaches only after
+/// records the reader would then have skipped; the follower says so and reads the new
+/// ledger from its first record.
+#[test]
+fn a_follower_from_before_a_reload_is_told_the_ledger_started_over() {
+    let _restore = Restore;
+    let mut follower = follow_from_now();
+    for n in 1..=3 {
+        Producer::start(DEVICE, &[(0, 1, n)])
+            .unwrap()
+            .release_and_exit();
+    }
+    next_records(&mut follower, 3);
+    let position = follower.next();
+    assert!(position > 3, "three records at least: next {position}");
+    drop(follower);
+    reload_with(&[]);
+
+    // The new ledger is empty: 1 is its next record, anything past it no position it gave.
+    let raw = fs::File::open(DEVICE).unwrap();
+    // SAFETY: FOLLOW_LEDGER takes no argument.
+    let rc = unsafe {
+        libc::ioctl(
+            raw.as_raw_fd(),
+            nds_abi::ledger::NDS_IOCTL_FOLLOW_LEDGER as libc::Ioctl,
+        )
+    };
+    assert_eq!(rc, 0, "FOLLOW_LEDGER");
+    let mut buffer = vec![0; nds_abi::ledger::TENURE_RECORD_SIZE];
+    let error = raw.read_at(&mut buffer, position).unwrap_err();
+    assert_eq!(error.raw_os_error(), Some(libc::ERANGE), "{error}");
+    // poll says a read would not wait (it fails at once), rather than leave the reader asleep.
+    let mut pfd = libc::pollfd {
+        fd: raw.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, for the call only.
+    assert_eq!(unsafe { libc::poll(&mut pfd, 1, 0) }, 1);
+    drop(raw);
+
+    let mut follower = LedgerFollower::open(Path::new(DEVICE), position).unwrap();
+    for n in 1..=2 {
+        Producer::start(DEVICE, &[(0, 1, n * 10)])
+            .unwrap()
+            .release_and_exit();
+    }
+    let deadline = Instant::now() + EVENTUALLY;
+    let mut events = Vec::new();
+    while events
+        .iter()
+        .filter(|e| matches!(e, LedgerEvent::Tenure(_)))
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < deadline, "{events:?}");
+        events.extend(follower.read().unwrap());
+    }
+    assert!(matches!(events[0], LedgerEvent::Restarted), "{events:?}");
+    let records: Vec<_> = events[1..]
+        .iter()
+        .map(|event| match event {
+            LedgerEvent::Tenure(record) => (record.seq, record.counters[0][node("success")]),
+            other => panic!("{other:?} after the restart"),
+        })
+        .collect();
+    assert_eq!(records, [(1, 10), (2, 20)]);
 }

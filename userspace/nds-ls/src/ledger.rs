@@ -67,6 +67,9 @@ pub fn table_line(device: u32, event: &LedgerEvent) -> String {
         LedgerEvent::Lost { first, last } => {
             return format!("{device:<6}  lost records {first} to {last} before they were read");
         }
+        LedgerEvent::Restarted => {
+            return format!("{device:<6}  the ledger started over: the module was loaded again");
+        }
         LedgerEvent::Tenure(record) => record,
     };
     let seconds = record.ended_ns.saturating_sub(record.started_ns) as f64 / 1e9;
@@ -106,6 +109,7 @@ pub fn json_object(device: u32, event: &LedgerEvent) -> Value {
         LedgerEvent::Lost { first, last } => {
             return json!({ "lost": { "device": device, "first": first, "last": last } });
         }
+        LedgerEvent::Restarted => return json!({ "restarted": { "device": device } }),
         LedgerEvent::Tenure(record) => record,
     };
     let mut object = json!({
@@ -198,6 +202,15 @@ mod tests {
         );
         let lost = table_line(0, &LedgerEvent::Lost { first: 3, last: 9 });
         assert_eq!(lost, "0       lost records 3 to 9 before they were read");
+        let restarted = table_line(2, &LedgerEvent::Restarted);
+        assert_eq!(
+            restarted,
+            "2       the ledger started over: the module was loaded again"
+        );
+        assert_eq!(
+            json_object(2, &LedgerEvent::Restarted),
+            json!({ "restarted": { "device": 2 } })
+        );
     }
 
     #[test]

@@ -651,6 +651,13 @@ impl Sampler {
                 LedgerEvent::Tenure(record) => {
                     Notice::LedgerRecord(self.settle(&record, now, consumer))
                 }
+                LedgerEvent::Restarted => {
+                    log::info!(
+                        "device {device}: the tenure ledger started over (the module was \
+                         loaded again); following it from its first record"
+                    );
+                    continue;
+                }
             };
             emit(&mut self.view, consumer, |to| to.noticed(&notice));
         }

@@ -39,6 +39,10 @@ pub enum LedgerEvent {
         /// Last lost sequence number.
         last: u64,
     },
+    /// The device's ledger started over: the module was loaded again since the follower's
+    /// last read (the kernel refuses a position beyond its next record with `ERANGE`). What
+    /// follows is the new ledger's, from its first record on.
+    Restarted,
 }
 
 /// Records read per `pread`.
@@ -117,6 +121,13 @@ impl LedgerFollower {
                         self.asked = true;
                     }
                     return Ok(events);
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ERANGE) && self.asked => {
+                    events.push(LedgerEvent::Restarted);
+                    // The new ledger's records are numbered from 1: any it dropped before this
+                    // read are lost, and said so.
+                    self.next = 1;
+                    continue;
                 }
                 Err(e) => return Err(Error::io("reading the ledger".to_owned(), e)),
             };
