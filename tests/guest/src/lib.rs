@@ -3,11 +3,13 @@
 //! `ds-producer` helper processes and readers of the module's sysfs files.
 
 pub mod actor;
+pub mod exporter;
 pub mod fault_injection;
 pub mod identity;
 pub mod kcov;
 pub mod kernel_log;
 pub mod kmemleak;
+pub mod kubelet;
 pub mod memory;
 pub mod module_control;
 pub mod posts;

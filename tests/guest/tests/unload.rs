@@ -3,12 +3,11 @@
 //! order) and leaves the module loaded with its original parameters.
 
 use neuron_ds_guest_tests::{
-    acquire, helper_path, memory::MemoryReading, module_control::unload_module, nc_offset,
-    open_device, Mapping, Producer, DEVICE, EVENTUALLY, SLAB_SIZE,
+    acquire, exporter::Exporter, identity::Identity, memory::MemoryReading,
+    module_control::unload_module, nc_offset, open_device, Mapping, Producer, DEVICE, EVENTUALLY,
+    SLAB_SIZE,
 };
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 use std::{fs, process::Command};
 
@@ -135,85 +134,6 @@ fn load_and_unload_a_hundred_times_without_growth() {
     );
 }
 
-/// `nds-monitor serve` on a loopback port (the guest kernel has loopback TCP and nothing
-/// else); SIGTERM when dropped.
-struct Exporter {
-    child: Child,
-    address: String,
-}
-
-impl Exporter {
-    fn start() -> Self {
-        let mut child = Command::new(helper_path("nds-monitor"))
-            .args(["--period", "200ms", "--instance-metadata", "off"])
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let address = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|rest| rest.strip_suffix("/metrics"))
-            .unwrap_or_else(|| panic!("nds-monitor serve printed {line:?}"))
-            .to_owned();
-        Self { child, address }
-    }
-
-    /// The status code and body of `GET path`, on a connection of its own.
-    fn get(&self, path: &str) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.address).unwrap();
-        stream.set_read_timeout(Some(EVENTUALLY)).unwrap();
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.address
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let status = response
-            .split_whitespace()
-            .nth(1)
-            .and_then(|code| code.parse().ok())
-            .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"));
-        let body = response
-            .split_once("\r\n\r\n")
-            .map_or_else(String::new, |(_, body)| body.to_owned());
-        (status, body)
-    }
-
-    /// Waits (at most [`EVENTUALLY`]) until `/healthz` answers `status` and the exposition has
-    /// (or, with `present` false, has not) a line `wanted` accepts; panics naming `what`
-    /// otherwise.
-    fn wait_for(&self, what: &str, status: u16, present: bool, wanted: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + EVENTUALLY;
-        loop {
-            let (health, _) = self.get("/healthz");
-            let (_, exposition) = self.get("/metrics");
-            if health == status && exposition.lines().any(&wanted) == present {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "never saw {what} (/healthz {health}):\n{exposition}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
-
 /// Whether `line` is device 0's gauge of owned slots, which only a loaded module's sysfs
 /// gives (its counters stay in the exposition, monotonic for the monitor's life).
 fn device_zero(line: &str) -> bool {
@@ -227,7 +147,7 @@ fn device_zero(line: &str) -> bool {
 fn a_serving_exporter_follows_a_module_reload() {
     let params_text = fs::read_to_string("/module.params").unwrap_or_default();
     let params: Vec<&str> = params_text.split_whitespace().collect();
-    let exporter = Exporter::start();
+    let exporter = Exporter::start(Identity::Root, &["--period", "200ms"], Stdio::inherit());
     let producer = Producer::start(DEVICE, &[(0, 1, 5)]).unwrap();
     exporter.wait_for("its slab counted as owned", 200, true, |line| {
         line.starts_with("nds_device_slots_owned{")

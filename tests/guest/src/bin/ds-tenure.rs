@@ -36,7 +36,7 @@
 //!   prints `posts read=<outcome> poll=<revents>`.
 //! * `tagged DEVICE TAG MARKER`: an owner through the `nds` library, as a runtime is: publishes
 //!   a process-info record with TAG, adds MARKER completed executions on core 0; prints
-//!   `ready`; RELEASEs when stdin closes.
+//!   `ready`; answers `add N` by adding N more (`added`); RELEASEs when stdin closes.
 //! * `ledger DEVICE SEQ`: reads record SEQ of DEVICE's ledger (waiting for it); prints
 //!   `record seq=<n> end=<end> redacted=<bool> pid=<pid> uid=<uid> tag=<tag or -> completed=<core
 //!   0 completed executions>`, or `lost <first>..<last>` if the ring dropped it first.
@@ -407,7 +407,16 @@ fn run(mode: &str, args: &[String]) -> io::Result<()> {
                 .increment_nc_counter(0, completed, arg(2).parse().unwrap_or(0))
                 .map_err(io::Error::other)?;
             say("ready")?;
-            serve(&[], |_| Ok(()))?;
+            serve(&[], |command| match command.strip_prefix("add ") {
+                Some(count) => {
+                    let count = count.parse().map_err(io::Error::other)?;
+                    producer
+                        .increment_nc_counter(0, completed, count)
+                        .map_err(io::Error::other)?;
+                    say("added")
+                }
+                None => Ok(()),
+            })?;
             producer.close().map_err(io::Error::other)
         }
         "ledger" => {
