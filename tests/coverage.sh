@@ -26,7 +26,7 @@ cp tests/coverage-unreached.tsv "$work/"
 calls="${CALLS:-20000}" seed="${SEED:-7}"
 # The guest test suites whose threads collect too (those that exercise the entry points, and
 # the module's parameters, some of which they reload it with).
-SUITES="acquire release mmap revoke tenure inherited events metrics parameters"
+SUITES="acquire release mmap revoke tenure ledger inherited events metrics parameters"
 faults_short="${FAULTS_SHORT:-}"
 cat >"$work/coverage.sh" <<RUN
 #!/bin/sh
