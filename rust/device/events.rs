@@ -158,13 +158,12 @@ impl DeviceState {
         inner.metrics.ring().read(from, max)
     }
 
-    /// Registers `table` for the next posts and tells whether a read from `from` would not
-    /// wait: a post from `from` on exists, or the position is ahead (the read fails).
+    /// Registers `table` for the next posts and tells whether a post from `from` on exists.
+    /// (`from` is the file's position, which reads only ever advance to the next post: never
+    /// ahead.)
     #[inline]
     pub(crate) fn poll_posts(&self, file: &File, table: &PollTable<'_>, from: u64) -> bool {
         table.register_wait(file, &self.posted);
-        let inner = self.inner.lock();
-        let ring = inner.metrics.ring();
-        ring.has_from(from) || ring.is_ahead(from)
+        self.inner.lock().metrics.ring().has_from(from)
     }
 }

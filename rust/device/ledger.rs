@@ -142,13 +142,12 @@ impl DeviceState {
         Ok(())
     }
 
-    /// Registers `table` for the next ledger records and tells whether a read from `from`
-    /// would not wait: a record from `from` on exists, or the position is ahead (the read
-    /// fails).
+    /// Registers `table` for the next ledger records and tells whether one from `from` on
+    /// exists. (`from` is the file's position, which reads only ever advance to the next
+    /// record: never ahead.)
     #[inline]
     pub(crate) fn poll_ledger(&self, file: &File, table: &PollTable<'_>, from: u64) -> bool {
         table.register_wait(file, &self.tenure_ended);
-        let inner = self.inner.lock();
-        inner.ledger.has_from(from) || inner.ledger.is_ahead(from)
+        self.inner.lock().ledger.has_from(from)
     }
 }

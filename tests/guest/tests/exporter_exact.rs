@@ -345,6 +345,36 @@ fn a_ledger_that_overflowed_while_the_exporter_was_stopped_is_counted_and_logged
     println!("{said}");
 }
 
+/// Device 0's node opened to a group, as the project's udev rule does for `neuron` (root:
+/// neuron 0660); the node's owner and mode come back when dropped.
+struct NodeGroup {
+    uid: u32,
+    gid: u32,
+    mode: u32,
+}
+
+impl NodeGroup {
+    fn grant(gid: u32) -> Self {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let meta = fs::metadata(DEVICE).unwrap();
+        std::os::unix::fs::chown(DEVICE, None, Some(gid)).unwrap();
+        fs::set_permissions(DEVICE, fs::Permissions::from_mode(0o660)).unwrap();
+        Self {
+            uid: meta.uid(),
+            gid: meta.gid(),
+            mode: meta.mode() & 0o7777,
+        }
+    }
+}
+
+impl Drop for NodeGroup {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::os::unix::fs::chown(DEVICE, Some(self.uid), Some(self.gid));
+        let _ = fs::set_permissions(DEVICE, fs::Permissions::from_mode(self.mode));
+    }
+}
+
 /// Ends `count` tenures of root on device 0 while an exporter runs as `identity`; returns
 /// what it made of their records.
 fn records_taken_by(identity: Identity, count: usize) -> (f64, f64, f64) {
@@ -371,6 +401,9 @@ fn records_taken_by(identity: Identity, count: usize) -> (f64, f64, f64) {
 
 #[test]
 fn an_exporter_gets_whole_records_only_of_the_tenures_it_may_read() {
+    // The exporter's user is in the node's group (its own: setresgid to 1001), as a
+    // monitor is in `neuron`.
+    let _group = NodeGroup::grant(1001);
     let count = 4;
     let (whole, unseen, redacted) = records_taken_by(Identity::User(1001), count);
     assert_eq!((whole, unseen, redacted), (0.0, 0.0, count as f64));

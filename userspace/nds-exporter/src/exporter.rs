@@ -17,7 +17,7 @@ use crate::devices::DeviceSeries;
 use crate::feeds::{SlabFeeds, SlabLabels};
 use crate::own::OwnSeries;
 use crate::pods::uids::PodUids;
-use crate::pods::{counted_cores, PodFeed, SlabAttribution};
+use crate::pods::{counted_cores, recorded_cores, PodFeed, SlabAttribution};
 use crate::prometheus::{exposition, render, LatestReport, PodsByAddress};
 
 /// How long the per-process series of a tenure that ended stay in the exposition, with their
@@ -194,13 +194,21 @@ impl Consumer for Exporter {
                 series
             }
             // Known from its record alone: counted whole, as a process that began after the
-            // monitor.
-            None if !ending.seen => TenureSeries {
-                address: tenure.address.clone(),
-                feeds: SlabFeeds::new(false),
-                attribution: SlabAttribution::default(),
-                learnt: None,
-            },
+            // monitor, for the containers that hold its device now (as for a reading).
+            None if !ending.seen => {
+                let mut attribution = SlabAttribution::default();
+                let current = self.pods.as_ref().and_then(|feed| feed.current(ending.now));
+                if let (Some(record), Some(current)) = (ending.record, current) {
+                    let counted = recorded_cores(record, ending.indexing.per_device);
+                    attribution.update(Some(&current), ending.indexing, counted);
+                }
+                TenureSeries {
+                    address: tenure.address.clone(),
+                    feeds: SlabFeeds::new(false),
+                    attribution,
+                    learnt: None,
+                }
+            }
             None => return,
         };
         let TenureSeries {

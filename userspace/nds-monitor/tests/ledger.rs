@@ -406,6 +406,40 @@ fn a_tenure_never_read_counts_whole_and_its_pod_is_named_by_its_cgroup() {
     );
 }
 
+/// A tenure that began and ended between two readings, on a device a listed pod holds, and
+/// in no cgroup the exporter knows: its record counts for that pod, as its readings would have.
+#[test]
+fn a_tenure_never_read_counts_for_the_pod_holding_its_device() {
+    let scratch = Scratch::new("ledger-unseen-held");
+    let ledger = TestLedger::following(&[DEVICE]);
+    let t0 = Instant::now();
+    let exporter = Exporter::new().with_pod_attribution(trainer_holds_device_0());
+    let mut monitor = monitor(&scratch, &ledger, exporter, t0);
+    monitor.tick(t0 + TICK);
+    let unseen = 7301;
+    let short = produce(&scratch.slabs(), DEVICE, unseen, "blink", 30);
+    let record = record_of_slab(
+        &scratch.slabs(),
+        DEVICE,
+        unseen,
+        1,
+        monitor.started_ns() + 1,
+        "blink",
+        "/system.slice/blink.service",
+    );
+    std::fs::remove_file(slab_path(&scratch.slabs(), DEVICE, unseen)).unwrap();
+    ledger.push(record);
+    monitor.tick(t0 + 2 * TICK);
+    assert_eq!(outcome(&monitor, "unseen"), Some(1.0));
+    let successes = short.statuses["NRT_SUCCESS"] as f64;
+    assert_eq!(tag_completed(&monitor, "blink"), Some(successes));
+    assert_eq!(
+        pod_completed(&monitor, "trainer-0"),
+        Some(successes),
+        "the pod holding device {DEVICE} ran it"
+    );
+}
+
 /// An exporter restart while a tenure runs and others end: the new monitor counts the
 /// running tenure from its first reading (the restart rule) to its final value, and adds no
 /// record of what ended before it started; nothing is counted twice.

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use nds::CounterSnapshot;
+use nds_abi::ledger::TenureRecord;
 use nds_document::groups::CoreIndexing;
 use nds_metric_table::PodNames;
 pub use nds_podresources::PodFeed;
@@ -82,6 +83,19 @@ pub fn resolve(attribution: &Attribution, indexing: CoreIndexing, counted: u64) 
             .map(Arc::clone),
         cores,
     }
+}
+
+/// The cores of the device a ledger record says its tenure counted on, a bit each, as
+/// [`counted_cores`] says of a reading.
+#[must_use]
+pub fn recorded_cores(record: &TenureRecord, per_device: usize) -> u64 {
+    record
+        .counters
+        .iter()
+        .take(per_device.min(usize::from(record.core_count)).min(64))
+        .enumerate()
+        .filter(|(_, values)| values.iter().any(|&value| value != 0))
+        .fold(0, |bits, (core, _)| bits | 1 << core)
 }
 
 /// The cores of the device a slab has counted on (any counter not zero), a bit each.
