@@ -258,6 +258,70 @@ fn a_record_names_the_cgroup_its_owner_ran_in() {
     fs::remove_dir(dir.parent().unwrap()).unwrap();
 }
 
+/// A cgroup path longer than a record holds is cut to what it holds, and flagged so.
+#[test]
+fn a_cgroup_path_too_long_for_the_record_is_cut_and_says_so() {
+    let root = Path::new("/sys/fs/cgroup");
+    if !root.join("cgroup.procs").exists() {
+        fs::create_dir_all(root).unwrap();
+        run_command("mount", &["-t", "cgroup2", "none", "/sys/fs/cgroup"]);
+    }
+    // Three levels of 100 characters: 303 bytes with the slashes.
+    let levels: Vec<String> = (0..3).map(|level| format!("{level}").repeat(100)).collect();
+    let mut dir = root.to_path_buf();
+    for level in &levels {
+        dir.push(level);
+    }
+    fs::create_dir_all(&dir).unwrap();
+    let mut ledger = follow_from_now();
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {}/cgroup.procs && exec {} {DEVICE} 0:1=5 </dev/null",
+            dir.display(),
+            helper_path("ds-producer")
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let record = &next_records(&mut ledger, 1)[0];
+    let full = format!("/{}", levels.join("/"));
+    let kept = record.cgroup_path();
+    assert_eq!(kept.len(), nds_abi::ledger::TENURE_CGROUP_PATH_SIZE - 1);
+    assert_eq!(kept, &full.as_bytes()[..kept.len()], "the path's beginning");
+    assert_ne!(
+        record.flags & nds_abi::ledger::TENURE_CGROUP_CUT,
+        0,
+        "{record:?}"
+    );
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        record.cgroup_id,
+        fs::metadata(&dir).unwrap().ino(),
+        "the id is whole"
+    );
+    while dir != root {
+        fs::remove_dir(&dir).unwrap();
+        dir.pop();
+    }
+}
+
+/// The tag a record carries is the one the owner published, at every length a tag may have.
+#[test]
+fn a_records_tag_is_the_published_tag_at_every_length() {
+    let mut ledger = follow_from_now();
+    for length in 1..nds_abi::records::NDS_PROCESS_INFO_TAG_SIZE {
+        let tag: String = (0..length)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let owner = Actor::start("root", "tagged", &["0", &tag, "1"]);
+        assert_eq!(owner.hello, "ready");
+        owner.stop();
+        let record = &next_records(&mut ledger, 1)[0];
+        assert_eq!(record.tag(), Some(tag.as_bytes()), "length {length}");
+    }
+}
+
 /// Runs `program` with `args`; panics unless it succeeds.
 fn run_command(program: &str, args: &[&str]) {
     let status = Command::new(program).args(args).status().unwrap();

@@ -392,6 +392,8 @@ fn run(mode: &str, args: &[String]) -> io::Result<()> {
             })
         }
         "tagged" => {
+            // The library opens the node: this thread collects from here on under coverage.
+            kcov::follow_thread();
             let producer = nds::Producer::open(&nds::Backend::device(device_path(
                 arg(0).parse().unwrap_or(0),
             )))
