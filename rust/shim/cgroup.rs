@@ -36,6 +36,17 @@ pub(crate) struct CgroupName<const N: usize> {
     pub(crate) cut: bool,
 }
 
+/// Room for a path of `N` bytes and its NUL: one byte more than a [`CgroupName<N>`] keeps,
+/// so that a path that fills it is known to be cut (`kernfs_path_from_node` returns how much
+/// it wrote, never more than the buffer holds, not how long the path is).
+#[cfg(CONFIG_CGROUPS)]
+#[repr(C)]
+struct PathBuffer<const N: usize> {
+    path: [u8; N],
+    #[expect(dead_code, reason = "written by kernfs_path_from_node through a pointer only")]
+    spill: u8,
+}
+
 impl<const N: usize> CgroupName<N> {
     /// No cgroup: id 0, an empty path.
     pub(crate) const fn none() -> Self {
@@ -69,23 +80,33 @@ impl<const N: usize> CgroupName<N> {
             }
         };
         let mut name = Self::none();
+        let mut buffer = PathBuffer {
+            path: [0; N],
+            spill: 0,
+        };
         // SAFETY: `node` is referenced (above) until the `kernfs_put`; its id is set when it
-        // is made and never changed. `kernfs_path_from_node` writes at most `N` bytes into the
-        // buffer, NUL-terminated, and returns the full path's length or a negative error.
+        // is made and never changed. `buffer` is `N + 1` contiguous bytes (`repr(C)`, byte
+        // fields, no padding), and the pointer is derived from the whole of it.
+        // `kernfs_path_from_node` writes at most that many bytes, NUL-terminated, and returns
+        // the length it wrote or a negative error.
         let length = unsafe {
             name.id = (*node).id;
             let length = bindings::kernfs_path_from_node(
                 node,
                 core::ptr::null_mut(),
-                name.path.as_mut_ptr().cast(),
-                N,
+                (&raw mut buffer).cast(),
+                N + 1,
             );
             bindings::kernfs_put(node);
             length
         };
-        match usize::try_from(length) {
-            Ok(length) => name.cut = length >= N,
-            Err(_) => name.path = [0; N],
+        if let Ok(length) = usize::try_from(length) {
+            // The path filled the spare byte too: it was longer than `N - 1` bytes.
+            name.cut = length >= N;
+            name.path = buffer.path;
+            if let Some(last) = name.path.last_mut() {
+                *last = 0;
+            }
         }
         name
     }

@@ -594,6 +594,25 @@ fn a_redacted_record_is_counted_and_skipped() {
     assert_eq!(outcome(&monitor, "final"), Some(0.0));
 }
 
+/// A record from before the monitor started is history whether or not the monitor may read
+/// it: `redacted` counts only the tenures of its own time that it could not account for.
+#[test]
+fn a_redacted_record_from_before_the_start_is_history() {
+    let scratch = Scratch::new("ledger-redacted-history");
+    let ledger = TestLedger::following(&[DEVICE]);
+    let t0 = Instant::now();
+    let mut monitor = monitor(&scratch, &ledger, Exporter::new(), t0);
+    let pid = 7209;
+    produce(&scratch.slabs(), DEVICE, pid, "before", 10);
+    let mut before = record_of_slab(&scratch.slabs(), DEVICE, pid, 1, 1, "before", "");
+    before.ended_ns = monitor.started_ns() - 1;
+    std::fs::remove_file(slab_path(&scratch.slabs(), DEVICE, pid)).unwrap();
+    ledger.push(redacted(&before));
+    monitor.tick(t0 + TICK);
+    assert_eq!(outcome(&monitor, "history"), Some(1.0));
+    assert_eq!(outcome(&monitor, "redacted"), Some(0.0));
+}
+
 /// The per-process series of an ended tenure stay in the exposition with their final values
 /// for the exporter's linger, so that a scrape sees them, and then leave it.
 #[test]

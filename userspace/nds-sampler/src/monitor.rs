@@ -695,12 +695,10 @@ impl Sampler {
             let pending = self.pending.remove(index);
             let ending = (pending.reason, pending.note.as_str());
             self.finish(&pending.attachment, ending, values, now, consumer);
-        } else if record.is_redacted() {
-            return RecordOutcome::Redacted;
         } else if let Some((_, tenure)) = self
             .gave_up
             .iter()
-            .find(|(key, tenure)| is_record_of(record, key, tenure))
+            .find(|(key, tenure)| !record.is_redacted() && is_record_of(record, key, tenure))
         {
             log::info!(
                 "ledger record {} of device {} (pid {}) came after its tenure was closed with \
@@ -710,8 +708,11 @@ impl Sampler {
                 tenure.pid
             );
             return RecordOutcome::Late;
-        } else if record.ended_ns < self.started_ns || record.started_ns < self.started_ns {
+        } else if self.is_history(record) {
+            // Before the monitor's time, whether or not it may read the record.
             return RecordOutcome::History;
+        } else if record.is_redacted() {
+            return RecordOutcome::Redacted;
         } else {
             self.unseen(record, now, consumer);
             return RecordOutcome::Unseen;
@@ -721,6 +722,12 @@ impl Sampler {
         } else {
             RecordOutcome::Final
         }
+    }
+
+    /// Whether `record` is of a tenure that ended before the monitor started, or began before
+    /// it (and was not read by it: the restart rule).
+    fn is_history(&self, record: &TenureRecord) -> bool {
+        record.ended_ns < self.started_ns || record.started_ns < self.started_ns
     }
 
     /// Tells of a tenure known only from its `record`: it began after the monitor started and
