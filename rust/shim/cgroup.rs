@@ -43,7 +43,6 @@ pub(crate) struct CgroupName<const N: usize> {
 #[repr(C)]
 struct PathBuffer<const N: usize> {
     path: [u8; N],
-    #[expect(dead_code, reason = "written by kernfs_path_from_node through a pointer only")]
     spill: u8,
 }
 

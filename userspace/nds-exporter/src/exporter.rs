@@ -188,35 +188,24 @@ impl Consumer for Exporter {
     }
 
     fn ended(&mut self, tenure: &Tenure, ending: &Ending<'_>) {
-        let series = match self.tenures.remove(&tenure.id) {
+        let (mut feeds, mut attribution) = match self.tenures.remove(&tenure.id) {
             Some(series) => {
                 self.own.ended(&mut self.counters, ending.reason);
-                series
+                (series.feeds, series.attribution)
             }
             // Known from its record alone: counted whole, as a process that began after the
-            // monitor, for the containers that hold its device now (as for a reading).
-            None if !ending.seen => {
-                let mut attribution = SlabAttribution::default();
-                let current = self.pods.as_ref().and_then(|feed| feed.current(ending.now));
-                if let (Some(record), Some(current)) = (ending.record, current) {
-                    let counted = recorded_cores(record, ending.indexing.per_device);
-                    attribution.update(Some(&current), ending.indexing, counted);
-                }
-                TenureSeries {
-                    address: tenure.address.clone(),
-                    feeds: SlabFeeds::new(false),
-                    attribution,
-                    learnt: None,
-                }
-            }
+            // monitor.
+            None if !ending.seen => (SlabFeeds::new(false), SlabAttribution::default()),
             None => return,
         };
-        let TenureSeries {
-            mut feeds,
-            attribution,
-            ..
-        } = series;
         if let Some(record) = ending.record {
+            // The record is the tenure's last reading: its cores name the containers that
+            // hold its device now, as a reading's do (a tenure found with its record already
+            // written had no reading before it).
+            if let Some(current) = self.pods.as_ref().and_then(|feed| feed.current(ending.now)) {
+                let counted = recorded_cores(record, ending.indexing.per_device);
+                attribution.update(Some(&current), ending.indexing, counted);
+            }
             let pods = attribution.pods();
             // The pod of a process never seen in one: the one its cgroup names, if known.
             let by_uid = tenure

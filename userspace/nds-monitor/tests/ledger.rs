@@ -440,6 +440,44 @@ fn a_tenure_never_read_counts_for_the_pod_holding_its_device() {
     );
 }
 
+/// A tenure whose record is there when the monitor finds it: it begins and ends in one pass,
+/// before any reading of its counters. The record's cores name the pod, as a reading's would
+/// have (the guest's 30 s test lost a 3-count producer's counts for its pod this way).
+#[test]
+fn a_tenure_found_with_its_record_already_written_counts_for_its_pod() {
+    let scratch = Scratch::new("ledger-found-ended");
+    let ledger = TestLedger::following(&[DEVICE]);
+    let t0 = Instant::now();
+    let exporter = Exporter::new().with_pod_attribution(trainer_holds_device_0());
+    let mut monitor = monitor(&scratch, &ledger, exporter, t0);
+    monitor.tick(t0 + TICK);
+    let pid = 7302;
+    let written = produce(&scratch.slabs(), DEVICE, pid, "blink", 3);
+    let record = record_of_slab(
+        &scratch.slabs(),
+        DEVICE,
+        pid,
+        1,
+        monitor.started_ns() + 1,
+        "blink",
+        "/system.slice/blink.service",
+    );
+    ledger.push(record);
+    monitor.tick(t0 + 2 * TICK);
+    assert_eq!(
+        outcome(&monitor, "final"),
+        Some(1.0),
+        "the monitor found it"
+    );
+    let successes = written.statuses["NRT_SUCCESS"] as f64;
+    assert_eq!(tag_completed(&monitor, "blink"), Some(successes));
+    assert_eq!(
+        pod_completed(&monitor, "trainer-0"),
+        Some(successes),
+        "the pod holding device {DEVICE} ran it"
+    );
+}
+
 /// An exporter restart while a tenure runs and others end: the new monitor counts the
 /// running tenure from its first reading (the restart rule) to its final value, and adds no
 /// record of what ended before it started; nothing is counted twice.
