@@ -10,7 +10,8 @@
 
 // Floor 0: errors.
 pub mod error;
-// Floor 1: the document and the configuration.
+// Floor 1: health verdicts and their rules, the document and the configuration.
+pub mod health;
 pub mod config;
 pub mod document;
 // Floor 2: when groups are due, latency percentiles.

@@ -118,6 +118,7 @@ mod tests {
                 runtimes: Vec::new(),
                 system: Vec::new(),
                 tag_filter: None,
+                health: crate::health::HealthRules::default(),
             },
             t0,
         );
