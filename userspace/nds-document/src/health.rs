@@ -239,7 +239,10 @@ impl Default for HealthRules {
                     Reason::HbmUncorrectableErrors,
                     rule(unhealthy, Action::Terminate),
                 ),
-                (Reason::NcUncorrectableErrors, rule(unhealthy, Action::Reset)),
+                (
+                    Reason::NcUncorrectableErrors,
+                    rule(unhealthy, Action::Reset),
+                ),
                 (Reason::DmaAborts, rule(unhealthy, Action::Reset)),
                 (Reason::CollectivesErrors, rule(unhealthy, Action::Reset)),
                 (

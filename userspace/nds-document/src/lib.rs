@@ -11,9 +11,9 @@
 // Floor 0: errors.
 pub mod error;
 // Floor 1: health verdicts and their rules, the document and the configuration.
-pub mod health;
 pub mod config;
 pub mod document;
+pub mod health;
 // Floor 2: when groups are due, latency percentiles.
 pub mod latency;
 pub mod schedule;

@@ -768,7 +768,9 @@ pub static NDS_MONITOR_LEDGER_LOST_RECORDS_TOTAL: MetricFamily = MetricFamily {
 
 /// `nds_device_health_state{neuron_device_index, state}`: the device's verdict, one-hot.
 pub static NDS_DEVICE_HEALTH_STATE: MetricFamily = MetricFamily {
-    labels_note: Some("state: healthy, unhealthy, unknown; 1 for the verdict, 0 for the two others"),
+    labels_note: Some(
+        "state: healthy, unhealthy, unknown; 1 for the verdict, 0 for the two others",
+    ),
     ..ours(
         "nds_device_health_state",
         Gauge,
@@ -797,7 +799,9 @@ pub static NDS_DEVICE_HEALTH_REASON: MetricFamily = MetricFamily {
 /// `nds_neuroncore_health_state{neuron_device_index, neuroncore, state}`: each core's
 /// verdict, one-hot.
 pub static NDS_NEURONCORE_HEALTH_STATE: MetricFamily = MetricFamily {
-    labels_note: Some("state: healthy, unhealthy, unknown; 1 for the verdict, 0 for the two others"),
+    labels_note: Some(
+        "state: healthy, unhealthy, unknown; 1 for the verdict, 0 for the two others",
+    ),
     ..ours(
         "nds_neuroncore_health_state",
         Gauge,
