@@ -20,7 +20,8 @@ pub mod state;
 pub mod writer;
 // Floor 3: the view of the stream.
 pub mod health;
-// Floor 4: the families.
+// Floor 4: the families, the API's bodies.
+pub mod api;
 pub mod exposition;
 
 pub use health::Health;

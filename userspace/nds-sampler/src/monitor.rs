@@ -352,6 +352,13 @@ impl<C: Consumer> Monitor<C> {
             .clamp(Duration::from_millis(10), Duration::from_millis(100))
     }
 
+    /// Whether every group of the plan has been reported at least once: each source the plan
+    /// reads has been read.
+    #[must_use]
+    pub fn reported_every_group(&self) -> bool {
+        self.sampler.schedule.reported_every_group()
+    }
+
     /// Whether any group is due at `now`.
     #[must_use]
     pub fn is_due(&self, now: Instant) -> bool {
