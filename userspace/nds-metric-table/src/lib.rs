@@ -783,8 +783,11 @@ pub static NDS_DEVICE_HEALTH_STATE: MetricFamily = MetricFamily {
 /// `nds_device_health_reason{neuron_device_index, reason, action}`: why, one-hot.
 pub static NDS_DEVICE_HEALTH_REASON: MetricFamily = MetricFamily {
     labels_note: Some(
-        "reason: the closed set of Documentation/userspace.rst (Health); action: the \
-         reason's recommended action (monitor, update_software, reset, terminate)",
+        "reason: ``no_errors``, ``repairable_hbm_errors``, ``hbm_uncorrectable_errors``, \
+         ``nc_uncorrectable_errors``, ``dma_aborts``, ``collectives_errors``, \
+         ``ecc_uncorrectable_errors``, ``unreadable``, ``module_unloaded``; action: the \
+         reason's recommended action under the rules in force (monitor, update_software, \
+         reset, terminate)",
     ),
     ..ours(
         "nds_device_health_reason",
