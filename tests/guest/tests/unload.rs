@@ -260,7 +260,13 @@ fn a_serving_exporter_follows_a_module_reload() {
 impl Exporter {
     /// Waits (at most [`EVENTUALLY`]) until `GET path` answers `status` with a body `wanted`
     /// accepts, and returns that body; panics naming `what` otherwise.
-    fn wait_until(&self, what: &str, path: &str, status: u16, wanted: impl Fn(&str) -> bool) -> String {
+    fn wait_until(
+        &self,
+        what: &str,
+        path: &str,
+        status: u16,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
         let deadline = Instant::now() + EVENTUALLY;
         loop {
             let (answered, body) = self.get(path);
@@ -311,9 +317,12 @@ fn readyz_is_503_while_the_module_is_unloaded() {
                 && device["reason"] == "module_unloaded"
         })
     });
-    exporter.wait_until("the unload evented", "/api/v1/events?since=0", 200, |body| {
-        module_event(body, false)
-    });
+    exporter.wait_until(
+        "the unload evented",
+        "/api/v1/events?since=0",
+        200,
+        |body| module_event(body, false),
+    );
     let mut args = vec!["/neuron_ds.ko"];
     args.extend_from_slice(&params);
     run("insmod", &args);
