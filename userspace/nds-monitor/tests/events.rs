@@ -70,9 +70,15 @@ impl Client {
         };
         let response = served.get(&path);
         assert!(response.status.contains(" 200 "), "{response:?}");
-        assert_eq!(response.header("content-type"), Some("application/x-ndjson"));
+        assert_eq!(
+            response.header("content-type"),
+            Some("application/x-ndjson")
+        );
         for line in lines(&response.body) {
-            assert!(line.get("seq").is_some(), "no gap or reset expected: {line}");
+            assert!(
+                line.get("seq").is_some(),
+                "no gap or reset expected: {line}"
+            );
             assert_eq!(line["seq"], self.last + 1, "numbers run without a hole");
             let stream = line["stream"].as_str().unwrap().to_owned();
             assert_eq!(self.stream.get_or_insert(stream.clone()), &stream);
@@ -84,7 +90,11 @@ impl Client {
     /// Each counter's event deltas, added up.
     fn counted(&self) -> BTreeMap<String, u64> {
         let mut sums = BTreeMap::new();
-        for event in self.events.iter().filter(|event| event["kind"] == "counter") {
+        for event in self
+            .events
+            .iter()
+            .filter(|event| event["kind"] == "counter")
+        {
             let counter = event["counter"].as_str().unwrap().to_owned();
             *sums.entry(counter).or_insert(0) += event["delta"].as_u64().unwrap();
         }
@@ -110,19 +120,30 @@ fn every_rise_is_evented_once_across_a_client_away_and_an_exporter_restart() {
     produced.push(produce_mix(&slabs, 0, 301, "a", 300, ERRORS));
     first.two_more_reports();
     client.poll(&first);
-    assert_eq!(client.counted(), written(&produced), "followed during the load");
-    let unhealthy = client
-        .of_kind("verdict")
-        .into_iter()
-        .any(|verdict| verdict["state"] == "unhealthy" && verdict.get("neuroncore_index").is_none());
-    assert!(unhealthy, "the device's verdict changed: {:?}", client.events);
+    assert_eq!(
+        client.counted(),
+        written(&produced),
+        "followed during the load"
+    );
+    let unhealthy = client.of_kind("verdict").into_iter().any(|verdict| {
+        verdict["state"] == "unhealthy" && verdict.get("neuroncore_index").is_none()
+    });
+    assert!(
+        unhealthy,
+        "the device's verdict changed: {:?}",
+        client.events
+    );
 
     // The client goes away; the load goes on, in the same slab and a new one.
     produced.push(produce_mix(&slabs, 0, 301, "a", 200, ERRORS));
     produced.push(produce_mix(&slabs, 0, 302, "b", 200, ERRORS));
     first.two_more_reports();
     client.poll(&first);
-    assert_eq!(client.counted(), written(&produced), "resumed after going away");
+    assert_eq!(
+        client.counted(),
+        written(&produced),
+        "resumed after going away"
+    );
 
     // The exporter stops; its tenures live on and count while no exporter runs.
     let stream = client.stream.clone();
@@ -134,7 +155,11 @@ fn every_rise_is_evented_once_across_a_client_away_and_an_exporter_restart() {
     second.two_more_reports();
     client.poll(&second);
     assert_eq!(client.stream, stream, "the stream resumed");
-    assert_eq!(client.counted(), written(&produced), "resumed after the restart");
+    assert_eq!(
+        client.counted(),
+        written(&produced),
+        "resumed after the restart"
+    );
 
     // The tenures end: their ends are evented, and nothing more is counted.
     std::fs::remove_file(slab_path(&slabs, 0, 301)).unwrap();
@@ -152,7 +177,10 @@ fn every_rise_is_evented_once_across_a_client_away_and_an_exporter_restart() {
     validate_with("events.schema.json", &client.events);
     let devices: Value = serde_json::from_str(&second.get("/api/v1/devices").body).unwrap();
     assert_eq!(devices["events"]["last_seq"], client.last);
-    assert_eq!(devices["events"]["stream"].as_str(), client.stream.as_deref());
+    assert_eq!(
+        devices["events"]["stream"].as_str(),
+        client.stream.as_deref()
+    );
     validate_with("devices.schema.json", &[devices]);
 }
 
@@ -160,7 +188,11 @@ fn every_rise_is_evented_once_across_a_client_away_and_an_exporter_restart() {
 fn a_ring_smaller_than_the_load_declares_what_it_lost() {
     let scratch = Scratch::new("events-gap");
     scratch.sysfs(1, 2, 0, 0);
-    let served = serve(&scratch, &scratch.0.join("state"), &["--events-capacity", "4"]);
+    let served = serve(
+        &scratch,
+        &scratch.0.join("state"),
+        &["--events-capacity", "4"],
+    );
     produce_mix(&scratch.slabs(), 0, 401, "gap", 300, ERRORS);
     served.two_more_reports();
     let devices: Value = serde_json::from_str(&served.get("/api/v1/devices").body).unwrap();
@@ -171,10 +203,17 @@ fn a_ring_smaller_than_the_load_declares_what_it_lost() {
     let first_held = answer[1]["seq"].as_u64().unwrap();
     assert_eq!(
         (&answer[0]["first"], &answer[0]["last"], &answer[0]["lost"]),
-        (&1.into(), &(first_held - 1).into(), &(first_held - 1).into())
+        (
+            &1.into(),
+            &(first_held - 1).into(),
+            &(first_held - 1).into()
+        )
     );
     assert_eq!(answer.len(), 5, "the gap, then the four events held");
-    let held: Vec<u64> = answer[1..].iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    let held: Vec<u64> = answer[1..]
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
     assert_eq!(held, (first_held..first_held + 4).collect::<Vec<_>>());
     validate_with("events.schema.json", &answer);
 }

@@ -62,7 +62,11 @@ fn uncorrectable_errors_make_the_device_unhealthy_at_the_next_report() {
     let mut monitor = monitor(&scratch, t0);
     monitor.report_all(t0);
     let healthy = (HealthState::Healthy, Reason::NoErrors, Action::Monitor);
-    assert_eq!(verdict(device(&monitor, 0)), healthy, "nothing happened yet");
+    assert_eq!(
+        verdict(device(&monitor, 0)),
+        healthy,
+        "nothing happened yet"
+    );
     let report = produce_mix(
         &scratch.slabs(),
         0,
@@ -92,7 +96,13 @@ fn uncorrectable_errors_make_the_device_unhealthy_at_the_next_report() {
     let on_cores: u64 = judged
         .neuroncores
         .iter()
-        .map(|core| core.judged.errors.get("hw_hbm_ue_error").copied().unwrap_or(0))
+        .map(|core| {
+            core.judged
+                .errors
+                .get("hw_hbm_ue_error")
+                .copied()
+                .unwrap_or(0)
+        })
         .sum();
     assert_eq!(on_cores, hbm);
     for core in &judged.neuroncores {

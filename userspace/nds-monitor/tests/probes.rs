@@ -14,12 +14,18 @@ use common::*;
 
 fn serve(scratch: &Scratch, extra: &[&str]) -> Served {
     let mut command = scratch.monitor_command("100ms");
-    command.args(extra).args(["serve", "--listen", "127.0.0.1:0"]);
+    command
+        .args(extra)
+        .args(["serve", "--listen", "127.0.0.1:0"]);
     Served::start(&mut command)
 }
 
 fn status(response: &Response) -> &str {
-    response.status.split_whitespace().nth(1).unwrap_or_default()
+    response
+        .status
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
 }
 
 #[test]
@@ -50,7 +56,11 @@ fn readyz_waits_for_every_source_and_enough_devices() {
     let response = waiting.get("/readyz");
     assert_eq!(status(&response), "503", "{response:?}");
     assert!(response.body.contains("every source"), "{response:?}");
-    assert_eq!(status(&waiting.get("/healthz")), "200", "alive all the same");
+    assert_eq!(
+        status(&waiting.get("/healthz")),
+        "200",
+        "alive all the same"
+    );
     drop(waiting);
 
     let served = serve(&scratch, &[]);
@@ -66,12 +76,23 @@ fn readyz_waits_for_every_source_and_enough_devices() {
     drop(served);
 
     let mut command = scratch.monitor_command("100ms");
-    command.args(["serve", "--listen", "127.0.0.1:0", "--ready-min-devices", "2"]);
+    command.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--ready-min-devices",
+        "2",
+    ]);
     let wanting = Served::start(&mut command);
     wanting.two_more_reports();
     let response = wanting.get("/readyz");
     assert_eq!(status(&response), "503");
-    assert!(response.body.contains("1 Neuron device(s) listed, at least 2 wanted"), "{response:?}");
+    assert!(
+        response
+            .body
+            .contains("1 Neuron device(s) listed, at least 2 wanted"),
+        "{response:?}"
+    );
 }
 
 /// A stand-in exporter answering every request with `status` and `body`, for `answers`
@@ -85,7 +106,10 @@ fn stand_in(status: &'static str, body: String, answers: usize) -> (String, Join
             let mut request = [0u8; 4096];
             let read = stream.read(&mut request).unwrap();
             let request = String::from_utf8_lossy(&request[..read]).into_owned();
-            assert!(request.starts_with("GET /api/v1/devices HTTP/1.1\r\n"), "{request}");
+            assert!(
+                request.starts_with("GET /api/v1/devices HTTP/1.1\r\n"),
+                "{request}"
+            );
             write!(
                 stream,
                 "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -132,7 +156,11 @@ fn devices(states: &[(&str, &str, &str)]) -> String {
 fn the_check_exits_0_1_or_2_with_the_reason_first() {
     let healthy = ("healthy", "no_errors", "monitor");
     let cases = [
-        (devices(&[healthy, healthy]), Some(0), "2 Neuron devices healthy"),
+        (
+            devices(&[healthy, healthy]),
+            Some(0),
+            "2 Neuron devices healthy",
+        ),
         (
             devices(&[healthy, ("unhealthy", "dma_aborts", "reset")]),
             Some(1),
@@ -187,7 +215,10 @@ fn the_check_reads_a_real_exporters_verdicts() {
     let (code, line) = verdict(&check(&url));
     assert_eq!(code, Some(1), "{line}");
     assert!(line.starts_with("neuron0 unhealthy: "), "{line}");
-    assert!(line.ends_with("nc_uncorrectable_errors within 15m (action: reset)"), "{line}");
+    assert!(
+        line.ends_with("nc_uncorrectable_errors within 15m (action: reset)"),
+        "{line}"
+    );
     // Errors already seen keep it unhealthy; an unreadable total would otherwise be unknown.
     let total = scratch
         .sys()

@@ -227,7 +227,14 @@ pub fn produce_mix(
     count: u64,
     mix: &str,
 ) -> ProducerReport {
-    run_workload_with(dir, device, pid, (tag, count), TimeInUseUnit::default(), mix)
+    run_workload_with(
+        dir,
+        device,
+        pid,
+        (tag, count),
+        TimeInUseUnit::default(),
+        mix,
+    )
 }
 
 /// Runs `count` more executions into an existing slab file (the monitor, already attached,

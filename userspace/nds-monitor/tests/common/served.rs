@@ -142,7 +142,10 @@ impl Served {
             if ready(&response) {
                 return response;
             }
-            assert!(Instant::now() < deadline, "{path} never ready: {response:?}");
+            assert!(
+                Instant::now() < deadline,
+                "{path} never ready: {response:?}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
