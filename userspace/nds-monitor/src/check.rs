@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -78,8 +78,33 @@ fn tls_config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, String> {
     Ok(Arc::new(config))
 }
 
-/// The body of `GET /api/v1/devices` at `url`.
+/// Reads `reader` to its end, the socket under it (`socket`) waiting no longer than until
+/// `deadline` in all: a server that answers slowly, a little at a time, is cut off too.
+fn read_until<R: Read>(
+    reader: &mut R,
+    socket: impl Fn(&R) -> &TcpStream,
+    deadline: Instant,
+) -> std::io::Result<Vec<u8>> {
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        socket(reader).set_read_timeout(Some(left))?;
+        match reader.read(&mut buffer) {
+            Ok(0) => return Ok(answer),
+            Ok(read) => answer.extend_from_slice(&buffer[..read]),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// The body of `GET /api/v1/devices` at `url`, asked and answered within `timeout`.
 fn fetch(url: &str, ca_file: Option<&Path>, timeout: Duration) -> Result<String, String> {
+    let deadline = Instant::now() + timeout;
     let target = target(url)?;
     let address = (target.host, target.port)
         .to_socket_addrs()
@@ -88,16 +113,21 @@ fn fetch(url: &str, ca_file: Option<&Path>, timeout: Duration) -> Result<String,
         .ok_or_else(|| format!("{url}: no address"))?;
     let stream =
         TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("{url}: {e}"))?;
+    // The TLS handshake reads and writes within the deadline too.
+    let left = Some(
+        deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1)),
+    );
     let timeouts = stream
-        .set_read_timeout(Some(timeout))
-        .and_then(|()| stream.set_write_timeout(Some(timeout)));
+        .set_read_timeout(left)
+        .and_then(|()| stream.set_write_timeout(left));
     timeouts.map_err(|e| format!("{url}: {e}"))?;
     let request = format!(
         "GET /api/v1/devices HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\n\
          Connection: close\r\n\r\n",
         target.host
     );
-    let mut answer = Vec::new();
     let exchanged = if target.tls {
         let name =
             ServerName::try_from(target.host.to_owned()).map_err(|e| format!("{url}: {e}"))?;
@@ -105,14 +135,19 @@ fn fetch(url: &str, ca_file: Option<&Path>, timeout: Duration) -> Result<String,
             ClientConnection::new(tls_config(ca_file)?, name).map_err(|e| format!("{url}: {e}"))?;
         let mut tls = StreamOwned::new(connection, stream);
         tls.write_all(request.as_bytes())
-            .and_then(|()| tls.read_to_end(&mut answer))
+            .and_then(|()| read_until(&mut tls, |tls| &tls.sock, deadline))
     } else {
         let mut stream = stream;
         stream
             .write_all(request.as_bytes())
-            .and_then(|()| stream.read_to_end(&mut answer))
+            .and_then(|()| read_until(&mut stream, |stream| stream, deadline))
     };
-    exchanged.map_err(|e| format!("{url}: {e}"))?;
+    let answer = exchanged.map_err(|e| match e.kind() {
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+            format!("{url}: no answer within {timeout:?}")
+        }
+        _ => format!("{url}: {e}"),
+    })?;
     let answer = String::from_utf8_lossy(&answer);
     let (head, body) = answer
         .split_once("\r\n\r\n")

@@ -148,7 +148,7 @@ fn devices(states: &[(&str, &str, &str)]) -> String {
         })
         .collect();
     let body = serde_json::json!({"timestamp": 1.0, "window": 900.0, "devices": devices});
-    validate_with("devices.schema.json", &[body.clone()]);
+    validate_with("devices.schema.json", std::slice::from_ref(&body));
     body.to_string()
 }
 
@@ -190,6 +190,34 @@ fn the_check_exits_0_1_or_2_with_the_reason_first() {
     let (code, line) = verdict(&check(&url));
     assert_eq!(code, Some(2));
     assert!(line.starts_with("cannot ask the exporter"), "{line}");
+}
+
+#[test]
+fn an_exporter_that_does_not_answer_is_unknown_within_the_checks_deadline() {
+    // It accepts the connection and reads the request, then keeps it open, silent, until
+    // the check has gone (or a minute has passed: a check without a deadline then fails
+    // instead of hanging the test).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest);
+    });
+    let output = std::process::Command::new(nds_monitor())
+        .args(["health", "--url", &url, "--timeout", "300ms"])
+        .output()
+        .unwrap();
+    let (code, line) = verdict(&output);
+    assert_eq!(code, Some(2), "{line}");
+    assert_eq!(
+        line,
+        format!("cannot ask the exporter: {url}: no answer within 300ms")
+    );
+    server.join().unwrap();
 }
 
 #[test]
