@@ -420,7 +420,14 @@ notes_say_how_to_reach_the_metrics() {
         --set nodeProblemDetector.enabled=true >"$tmp/install.out" 2>&1 || return 1
     grep -q 'ConfigMap nds-monitor-node-problem-detector in neuron-monitor' "$tmp/install.out" &&
         grep -q 'NodeCondition NeuronDeviceProblem' "$tmp/install.out" ||
-        { cat "$tmp/install.out"; fail "NOTES of nodeProblemDetector"; }
+        { cat "$tmp/install.out"; fail "NOTES of nodeProblemDetector"; } || return 1
+    "$HELM" install nds-monitor "$chart" --namespace neuron-monitor --dry-run=client \
+        --set stateDir.type=hostPath >"$tmp/install.out" 2>&1 || return 1
+    grep -q 'install -d -o 65532 -m 0700 /var/lib/nds-monitor' "$tmp/install.out" ||
+        { cat "$tmp/install.out"; fail "NOTES of a hostPath stateDir"; } || return 1
+    "$HELM" install nds-monitor "$chart" --namespace neuron-monitor --dry-run=client \
+        --set stateDir.type=hostPath --set runAsUser=0 >"$tmp/install.out" 2>&1 || return 1
+    ! grep -q 'install -d' "$tmp/install.out" || { cat "$tmp/install.out"; fail "NOTES as root"; }
 }
 
 every_object_validates_against_the_kubernetes_schemas() {
