@@ -78,6 +78,16 @@ fn identity_of(
     }
 }
 
+/// Who the tenure `record` ended may be: a slot's, or a slab file's (whose records name their
+/// owner), as the sampler matches records to tenures.
+fn identities_of(record: &TenureRecord) -> [TenureIdentity; 2] {
+    let slot = Some(usize::from(record.slot));
+    [
+        identity_of(record.device, slot, Some(record.generation), record.pid),
+        identity_of(record.device, None, None, record.pid),
+    ]
+}
+
 /// The error counters of a reading, if it has any.
 fn values_of(reading: &Reading<'_>) -> Option<ErrorValues> {
     let cores = reading.indexing.per_device;
@@ -258,9 +268,13 @@ impl Health {
         if covered || record.is_redacted() {
             return;
         }
-        let slot = Some(usize::from(record.slot));
-        let identity = identity_of(record.device, slot, Some(record.generation), record.pid);
-        let evented = restored.tenures.remove(&identity).unwrap_or_default();
+        let identities = identities_of(record);
+        let saved = identities.iter().find_map(|identity| {
+            let evented = restored.tenures.remove(identity)?;
+            Some((identity.clone(), evented))
+        });
+        let (identity, evented) =
+            saved.unwrap_or_else(|| (identities[0].clone(), ErrorValues::default()));
         let tag = record
             .tag()
             .map(|tag| String::from_utf8_lossy(tag).into_owned())
@@ -545,13 +559,9 @@ impl Consumer for Health {
         match outcome {
             RecordOutcome::History => self.resumed_record(record, now),
             RecordOutcome::Late => {
-                let identity = identity_of(
-                    record.device,
-                    Some(usize::from(record.slot)),
-                    Some(record.generation),
-                    record.pid,
-                );
-                if let Some(index) = self.closed.iter().position(|f| f.identity == identity) {
+                let identities = identities_of(record);
+                let mut closed = self.closed.iter();
+                if let Some(index) = closed.position(|f| identities.contains(&f.identity)) {
                     if let Some(followed) = self.closed.remove(index) {
                         let values = ErrorValues::of_record(record);
                         self.event_rises(&followed, &values, now, true);

@@ -9,34 +9,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use common::error_counts::{errors_written, ERROR_MIX};
 use common::*;
-use nds_abi::sysfs::{SysfsGroup, SYSFS_COUNTERS};
-use nds_loadgen::ProducerReport;
 use serde_json::Value;
-
-/// A mix with every uncorrectable hardware error and some execution errors.
-const ERRORS: &str = "SUCCESS=6,EXEC_HW_ERR_HBM_UE=1,EXEC_HW_ERR_NC_UE=1,EXEC_HW_ERR_DMA_ABORT=1,\
-                      TIMEOUT=1,EXEC_HW_ERR_REPAIRABLE_HBM_UE=1";
-
-/// Per status node but `success`, what `reports` wrote.
-fn written(reports: &[ProducerReport]) -> BTreeMap<String, u64> {
-    let mut sums = BTreeMap::new();
-    for report in reports {
-        for counters in report.nc_counters.values() {
-            for (name, value) in counters {
-                let node = SYSFS_COUNTERS.iter().find(|node| {
-                    node.source.name() == name
-                        && node.group == SysfsGroup::Status
-                        && node.name != "success"
-                });
-                if let (Some(node), true) = (node, *value > 0) {
-                    *sums.entry(node.name.to_owned()).or_insert(0) += value;
-                }
-            }
-        }
-    }
-    sums
-}
 
 fn serve(scratch: &Scratch, state_dir: &Path, extra: &[&str]) -> Served {
     let mut command = scratch.monitor_command("100ms");
@@ -117,12 +92,12 @@ fn every_rise_is_evented_once_across_a_client_away_and_an_exporter_restart() {
 
     let first = serve(&scratch, &state_dir, &[]);
     client.poll(&first);
-    produced.push(produce_mix(&slabs, 0, 301, "a", 300, ERRORS));
+    produced.push(produce_mix(&slabs, 0, 301, "a", 300, ERROR_MIX));
     first.two_more_reports();
     client.poll(&first);
     assert_eq!(
         client.counted(),
-        written(&produced),
+        errors_written(&produced),
         "followed during the load"
     );
     let unhealthy = client.of_kind("verdict").into_iter().any(|verdict| {
@@ -135,29 +110,29 @@ fn every_rise_is_evented_once_across_a_client_away_and_an_exporter_restart() {
     );
 
     // The client goes away; the load goes on, in the same slab and a new one.
-    produced.push(produce_mix(&slabs, 0, 301, "a", 200, ERRORS));
-    produced.push(produce_mix(&slabs, 0, 302, "b", 200, ERRORS));
+    produced.push(produce_mix(&slabs, 0, 301, "a", 200, ERROR_MIX));
+    produced.push(produce_mix(&slabs, 0, 302, "b", 200, ERROR_MIX));
     first.two_more_reports();
     client.poll(&first);
     assert_eq!(
         client.counted(),
-        written(&produced),
+        errors_written(&produced),
         "resumed after going away"
     );
 
     // The exporter stops; its tenures live on and count while no exporter runs.
     let stream = client.stream.clone();
     assert!(first.stop_with(libc::SIGTERM).success());
-    produced.push(produce_mix(&slabs, 0, 301, "a", 200, ERRORS));
-    produced.push(produce_mix(&slabs, 0, 302, "b", 100, ERRORS));
+    produced.push(produce_mix(&slabs, 0, 301, "a", 200, ERROR_MIX));
+    produced.push(produce_mix(&slabs, 0, 302, "b", 100, ERROR_MIX));
     let second = serve(&scratch, &state_dir, &[]);
-    produced.push(produce_mix(&slabs, 0, 302, "b", 100, ERRORS));
+    produced.push(produce_mix(&slabs, 0, 302, "b", 100, ERROR_MIX));
     second.two_more_reports();
     client.poll(&second);
     assert_eq!(client.stream, stream, "the stream resumed");
     assert_eq!(
         client.counted(),
-        written(&produced),
+        errors_written(&produced),
         "resumed after the restart"
     );
 
@@ -166,7 +141,7 @@ fn every_rise_is_evented_once_across_a_client_away_and_an_exporter_restart() {
     std::fs::remove_file(slab_path(&slabs, 0, 302)).unwrap();
     second.two_more_reports();
     client.poll(&second);
-    assert_eq!(client.counted(), written(&produced));
+    assert_eq!(client.counted(), errors_written(&produced));
     let mut ends: Vec<(i64, &str)> = client
         .of_kind("tenure_end")
         .into_iter()
@@ -193,7 +168,7 @@ fn a_ring_smaller_than_the_load_declares_what_it_lost() {
         &scratch.0.join("state"),
         &["--events-capacity", "4"],
     );
-    produce_mix(&scratch.slabs(), 0, 401, "gap", 300, ERRORS);
+    produce_mix(&scratch.slabs(), 0, 401, "gap", 300, ERROR_MIX);
     served.two_more_reports();
     let devices: Value = serde_json::from_str(&served.get("/api/v1/devices").body).unwrap();
     let last = devices["events"]["last_seq"].as_u64().unwrap();

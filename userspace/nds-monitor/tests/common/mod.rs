@@ -3,10 +3,12 @@
 //! like the module's, a Neuron driver tree, a `/proc` of each test's own (so that the pids
 //! the producers are named by mean what the test says, whatever processes the machine runs),
 //! a fake instance metadata service on loopback, JSON-schema validation, the guide's
-//! document shape ([`shape`]), and a tenure ledger the tests write ([`ledger`]).
+//! document shape ([`shape`]), a tenure ledger the tests write ([`ledger`]), and what
+//! producers wrote to the error counters ([`error_counts`]).
 
 #![allow(dead_code)] // Each test binary uses a different subset.
 
+pub mod error_counts;
 pub mod ledger;
 pub mod prometheus;
 pub mod served;
