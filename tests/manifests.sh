@@ -181,6 +181,7 @@ variants=(
     "restricted:--values $chart/ci/restricted-values.yaml"
     "baseline:--values $chart/ci/restricted-values.yaml --set runAsUser=0"
     "all:--values $chart/ci/all-options-values.yaml"
+    "npd:--set nodeProblemDetector.enabled=true"
     "insights:--namespace amazon-cloudwatch --values $chart/ci/container-insights-values.yaml"
 )
 render_variants() {
@@ -201,7 +202,12 @@ check_rendering() {
     {
         cat <<'EOF'
 import sys, yaml
-docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+every = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+# The node-problem-detector's ConfigMap apart (npd), so that docs has one object per kind.
+def is_npd(d):
+    return d["metadata"]["name"].endswith("-node-problem-detector")
+docs = {d["kind"]: d for d in every if not is_npd(d)}
+npd = next((d for d in every if is_npd(d)), None)
 pod = docs["DaemonSet"]["spec"]["template"]["spec"]
 container = pod["containers"][0]
 args = container["args"]
@@ -296,7 +302,6 @@ EOF
 # labels from _helpers.tpl.
 every_value_reaches_the_objects() {
     check_rendering all <<'EOF' || return 1
-every = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 for d in every:
     labels = d["metadata"]["labels"]
     assert labels["helm.sh/chart"].startswith("nds-monitor-"), labels
@@ -305,7 +310,8 @@ for d in every:
     assert labels["app.kubernetes.io/managed-by"] == "Helm", labels
     assert "app.kubernetes.io/version" in labels, labels
     if d["kind"] != "Namespace":
-        assert d["metadata"]["name"] == "nds-monitor-all", d["metadata"]
+        name = "nds-monitor-all-node-problem-detector" if is_npd(d) else "nds-monitor-all"
+        assert d["metadata"]["name"] == name, d["metadata"]
 selector = {"app.kubernetes.io/name": "neuron-exporter", "app.kubernetes.io/instance": "nds-monitor"}
 assert docs["DaemonSet"]["spec"]["selector"]["matchLabels"] == selector
 assert docs["Service"]["spec"]["selector"] == selector
@@ -377,7 +383,8 @@ the_schema_refuses_wrong_values() {
         "podResources.enabled=1:/podResources/enabled" "image.digest=latest:/image/digest" \
         "serviceMonitor.interval=soon:/serviceMonitor/interval" "extraArgs=--verbose:/extraArgs" \
         "hostSysfss=true:hostSysfss" "scrapeTLS.insecureSkipVerify=no:/scrapeTLS/insecureSkipVerify" \
-        "runAsUser=null:'runAsUser'" "podResources.enabled=null:'enabled'"; do
+        "runAsUser=null:'runAsUser'" "podResources.enabled=null:'enabled'" \
+        "nodeProblemDetector.timeout=1m:/nodeProblemDetector/timeout" "stateDir.type=pvc:/stateDir/type"; do
         path="${wrong##*:}" wrong="${wrong%:*}"
         if helm_template --set "$wrong" >"$tmp/schema.out" 2>&1; then
             fail "helm template accepted --set $wrong" || return 1
@@ -407,7 +414,21 @@ notes_say_how_to_reach_the_metrics() {
     "$HELM" install nds-monitor "$chart" --namespace neuron-monitor --dry-run=client \
         --values "$chart/ci/restricted-values.yaml" --set tlsSecret=t >"$tmp/install.out" 2>&1 || return 1
     grep -q 'curl -sk https://localhost:8000/metrics' "$tmp/install.out" &&
-        ! grep -q 'runAsUser=0' "$tmp/install.out" || { cat "$tmp/install.out"; fail "NOTES of the restricted values"; }
+        ! grep -q 'runAsUser=0' "$tmp/install.out" || { cat "$tmp/install.out"; fail "NOTES of the restricted values"; } ||
+        return 1
+    "$HELM" install nds-monitor "$chart" --namespace neuron-monitor --dry-run=client \
+        --set nodeProblemDetector.enabled=true >"$tmp/install.out" 2>&1 || return 1
+    grep -q 'ConfigMap nds-monitor-node-problem-detector in neuron-monitor' "$tmp/install.out" &&
+        grep -q 'NodeCondition NeuronDeviceProblem' "$tmp/install.out" &&
+        grep -q 'NPD sets NeuronDeviceProblem Unknown' "$tmp/install.out" ||
+        { cat "$tmp/install.out"; fail "NOTES of nodeProblemDetector"; } || return 1
+    "$HELM" install nds-monitor "$chart" --namespace neuron-monitor --dry-run=client \
+        --set stateDir.type=hostPath >"$tmp/install.out" 2>&1 || return 1
+    grep -q 'install -d -o 65532 -m 0700 /var/lib/nds-monitor' "$tmp/install.out" ||
+        { cat "$tmp/install.out"; fail "NOTES of a hostPath stateDir"; } || return 1
+    "$HELM" install nds-monitor "$chart" --namespace neuron-monitor --dry-run=client \
+        --set stateDir.type=hostPath --set runAsUser=0 >"$tmp/install.out" 2>&1 || return 1
+    ! grep -q 'install -d' "$tmp/install.out" || { cat "$tmp/install.out"; fail "NOTES as root"; }
 }
 
 every_object_validates_against_the_kubernetes_schemas() {
@@ -595,7 +616,8 @@ checkov_finds_only_what_the_values_ask_for() {
         checkov_expect root CKV_K8S_23 CKV_K8S_25 CKV_K8S_40 CKV_K8S_43 &&
         checkov_expect baseline CKV_K8S_23 CKV_K8S_40 CKV_K8S_43 &&
         checkov_expect all CKV_K8S_17 CKV_K8S_25 &&
-        checkov_expect insights CKV_K8S_25 CKV_K8S_43
+        checkov_expect insights CKV_K8S_25 CKV_K8S_43 &&
+        checkov_expect npd CKV_K8S_25 CKV_K8S_43
 }
 
 # The node side (install.rst): KMM's Module and its Dockerfile, and the CDI specification.
@@ -665,6 +687,82 @@ assert service["spec"]["clusterIP"] == "None" and "k8s-app" not in service["meta
 EOF
 }
 
+# The readiness probe asks /readyz, the liveness probe /healthz; the event stream's state
+# directory is an emptyDir, or the node's with stateDir.type hostPath.
+probes_and_the_state_directory() {
+    check_rendering defaults <<'EOF' || return 1
+assert container["livenessProbe"]["httpGet"]["path"] == "/healthz", container["livenessProbe"]
+assert container["readinessProbe"]["httpGet"]["path"] == "/readyz", container["readinessProbe"]
+assert option(args, "--state-dir") == "/var/lib/nds-monitor", args
+assert "--" not in args or args.index("--state-dir") < args.index("--"), "an entrypoint option"
+assert mounts["/var/lib/nds-monitor"] == {"name": "state", "mountPath": "/var/lib/nds-monitor"}, mounts
+assert volumes["state"] == {"name": "state", "emptyDir": {"sizeLimit": "1Mi"}}, volumes["state"]
+print("RESULT defaults: readinessProbe /readyz, livenessProbe /healthz, --state-dir on an emptyDir")
+EOF
+    check_rendering all <<'EOF'
+state = volumes["state"]["hostPath"]
+assert state == {"path": "/var/lib/nds-monitor-all", "type": "DirectoryOrCreate"}, state
+print("RESULT all: the state directory on the node,", state["path"])
+EOF
+}
+
+# nodeProblemDetector renders NPD's custom plugin monitor (kubernetes/node-problem-detector,
+# docs/custom_plugin_monitor.md): its fields only, a permanent rule setting the condition with
+# nds-monitor health against the node's own pod (the Service's cluster IP, internal traffic
+# Local), within NPD's timeout.
+node_problem_detector_checks_the_nodes_own_pod() {
+    check_rendering npd <<'EOF' || return 1
+import json, re
+assert npd is not None and npd["kind"] == "ConfigMap", "no NPD ConfigMap"
+assert npd["metadata"]["namespace"] == "neuron-monitor", npd["metadata"]
+monitor = json.loads(npd["data"]["nds-monitor-health.json"])
+assert set(monitor) == {"plugin", "pluginConfig", "source", "metricsReporting", "conditions", "rules"}, monitor
+assert monitor["plugin"] == "custom" and monitor["source"], monitor
+config = monitor["pluginConfig"]
+assert set(config) <= {"invoke_interval", "timeout", "max_output_length", "concurrency",
+                       "enable_message_change_based_condition_update", "skip_initial_status"}, config
+def seconds(text):
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    parts = re.findall(r"([0-9]+)(ms|s|m|h)", text)
+    assert parts and "".join(n + u for n, u in parts) == text, text
+    return sum(int(n) * units[u] for n, u in parts)
+assert seconds(config["invoke_interval"]) == 60 and seconds(config["timeout"]) == 10, config
+assert config["max_output_length"] >= 80 and config["concurrency"] >= 1, config
+[condition] = monitor["conditions"]
+assert set(condition) == {"type", "reason", "message"}, condition
+assert condition["type"] == "NeuronDeviceProblem" and condition["reason"] and condition["message"]
+[rule] = monitor["rules"]
+assert set(rule) == {"type", "condition", "reason", "path", "args", "timeout"}, rule
+assert rule["type"] == "permanent" and rule["condition"] == condition["type"], rule
+assert seconds(rule["timeout"]) <= seconds(config["timeout"]), "a rule within the global timeout"
+assert rule["path"] == "/opt/bin/nds-monitor", rule
+url = option(rule["args"], "--url")
+assert rule["args"][0] == "health" and url == "http://nds-monitor.neuron-monitor.svc:8000", rule["args"]
+assert 2 * seconds(option(rule["args"], "--timeout")) == seconds(rule["timeout"]), "half of NPD's"
+service = docs["Service"]
+assert service["metadata"]["name"] == "nds-monitor" and service["spec"]["type"] == "ClusterIP", service
+assert service["spec"]["internalTrafficPolicy"] == "Local", service["spec"]
+print("RESULT npd: condition", condition["type"], "by", rule["path"], " ".join(rule["args"]))
+EOF
+    check_rendering all <<'EOF' || return 1
+import json
+assert npd["metadata"]["namespace"] == "kube-system", npd["metadata"]
+[rule] = json.loads(npd["data"]["nds-monitor-health.json"])["rules"]
+assert rule["condition"] == "NeuronAcceleratorProblem" and rule["path"] == "/usr/local/bin/nds-monitor", rule
+assert option(rule["args"], "--url") == "https://nds-monitor-all.neuron-monitor.svc:9400", rule["args"]
+assert option(rule["args"], "--ca-file") == "/etc/nds-monitor-ca/ca.crt", rule["args"]
+assert option(rule["args"], "--timeout") == "7500ms" and rule["timeout"] == "15s", rule
+EOF
+    check_rendering defaults <<'EOF' || return 1
+assert npd is None and docs["Service"]["spec"]["clusterIP"] == "None", "off by default"
+EOF
+    # Over HTTPS the check must be able to verify the certificate.
+    if helm_template --set nodeProblemDetector.enabled=true --set tlsSecret=t >"$tmp/npd.out" 2>&1; then
+        fail "nodeProblemDetector with tlsSecret and no caFile rendered" || return 1
+    fi
+    grep -q "needs nodeProblemDetector.caFile" "$tmp/npd.out" || { cat "$tmp/npd.out"; return 1; }
+}
+
 kubernetes_rst_is_valid() { rst_is_valid "$root/Documentation/kubernetes.rst"; }
 
 if [ ! -x "$python" ] || [ ! -x "$K8S_VENV/bin/checkov" ] || [ ! -x "$KUBECTL" ]; then
@@ -687,6 +785,10 @@ check "podResources: the kubelet's socket directory read-only, --pod-resources-s
 check "every value of ci/all-options-values.yaml reaches the objects; the helpers' labels everywhere" \
     every_value_reaches_the_objects
 check "a monitorConfig change changes the pod template's checksum/config" monitor_config_changes_roll_the_pods
+check "readinessProbe /readyz, livenessProbe /healthz; the event stream's state directory" \
+    probes_and_the_state_directory
+check "nodeProblemDetector: NPD's custom plugin monitor runs nds-monitor health on the node's own pod" \
+    node_problem_detector_checks_the_nodes_own_pod
 check "values.schema.json: helm refuses wrong-typed, unknown and removed values" the_schema_refuses_wrong_values
 check "NOTES.txt renders and says what the values imply" notes_say_how_to_reach_the_metrics
 check "every object validates (strict) against Kubernetes ${KUBERNETES_VERSIONS[*]}" \

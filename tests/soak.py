@@ -10,6 +10,11 @@ a new tenure). Scraping comes in cycles of SOAK_CYCLE seconds: no scraper for th
 thirds, then SOAK_SCRAPERS concurrent scrapers. Every second the monitor's VmRSS, open file
 count and CPU time are sampled from /proc.
 
+The monitor serves its event stream as the chart runs it (a --state-dir, the default ring),
+followed by one client asking /api/v1/events once a second; a twin monitor on the same slabs,
+scraped alike, serves none (--events-capacity 0). Their CPU ratio is the stream's cost; it is
+printed, never judged. The follower's events must be numbered without a hole, a gap declared.
+
 It fails unless, after the warm-up (the first cycle), the resident set and the open file
 count stay within the bounds printed with the figures, every scrape is answered, and every
 counter (each `_total`, histogram `_bucket`/`_count`/`_sum`) is monotonic across all scrapes
@@ -64,9 +69,9 @@ def period_seconds(text):
 
 
 class Monitor:
-    """`nds-monitor serve` on the scratch directory."""
+    """`nds-monitor serve` on the scratch directory, with `serve_args` after the listener."""
 
-    def __init__(self, scratch):
+    def __init__(self, scratch, serve_args):
         for part in ("sys", "driver", "module"):
             os.makedirs(os.path.join(scratch, part), exist_ok=True)
         self.process = subprocess.Popen(
@@ -76,7 +81,7 @@ class Monitor:
              "--hardware-sysfs-root", os.path.join(scratch, "driver"),
              "--module-dir", os.path.join(scratch, "module"),
              "--period", PERIOD, "--instance-metadata", "off",
-             "serve", "--listen", "127.0.0.1:0"],
+             "serve", "--listen", "127.0.0.1:0", *serve_args],
             stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline().strip()
         match = re.fullmatch(r"listening on (http://[^/]+)/metrics", line)
@@ -154,16 +159,62 @@ class Counters:
                     self.violations.append((series, f"report {report} above a later one"))
 
 
-def scraper(url, counters, stop):
+def scraper(targets, stop):
+    """Scrapes each (url, counters) of `targets` in turn, so that every monitor is scraped
+    alike."""
     while not stop.is_set():
-        try:
-            with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
-                body = response.read().decode()
-            counters.check(body)
-        except Exception as error:  # every failure counts, whatever its kind
-            with counters.lock:
-                counters.failed.append(repr(error))
+        for url, counters in targets:
+            try:
+                with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
+                    body = response.read().decode()
+                counters.check(body)
+            except Exception as error:  # every failure counts, whatever its kind
+                with counters.lock:
+                    counters.failed.append(repr(error))
         time.sleep(0.05)
+
+
+class Follower:
+    """A client of /api/v1/events that asks for what follows the last number it saw, once a
+    second, as a log shipper would."""
+
+    def __init__(self, url):
+        self.url = url
+        self.stream = None
+        self.last = 0
+        self.events = 0
+        self.gaps = 0
+        self.lost = 0
+        self.problems = []
+
+    def poll(self):
+        query = f"since={self.last}" + (f"&stream={self.stream}" if self.stream else "")
+        with urllib.request.urlopen(f"{self.url}/api/v1/events?{query}", timeout=10) as answer:
+            lines = answer.read().decode().splitlines()
+        for line in lines:
+            record = json.loads(line)
+            if record["kind"] == "gap" and record["first"] == self.last + 1:
+                # Declared: the ring moved on faster than this client asked.
+                self.gaps += 1
+                self.lost += record["lost"]
+                self.last = record["last"]
+            elif "seq" not in record:
+                self.problems.append(f"after {self.last}: {line}")
+            elif record["seq"] != self.last + 1 or record["stream"] != (self.stream or
+                                                                        record["stream"]):
+                self.problems.append(f"after {self.last} of {self.stream}: {line}")
+                return
+            else:
+                self.stream = record["stream"]
+                self.last = record["seq"]
+                self.events += 1
+
+    def run(self, stop):
+        while not stop.wait(1.0):
+            try:
+                self.poll()
+            except Exception as error:  # every failure counts, whatever its kind
+                self.problems.append(repr(error))
 
 
 class Producers:
@@ -249,6 +300,12 @@ class Producers:
                 process.kill()
 
 
+def excusable(violation, recycled):
+    """Whether `violation` is of a pid the system gave to a second producer."""
+    match = re.search(r'pid="(\d+)"', violation[0])
+    return bool(match) and int(match.group(1)) in recycled
+
+
 def main():
     period = period_seconds(PERIOD)
     for binary in ("nds-monitor", "nds-loadgen"):
@@ -256,24 +313,31 @@ def main():
             sys.exit(f"soak: {BIN}/{binary} missing (make soak builds it)")
     scratch = tempfile.mkdtemp(prefix="nds-soak-")
     os.makedirs(os.path.join(scratch, "slabs"))
-    monitor = Monitor(scratch)
+    monitor = Monitor(scratch, ["--state-dir", os.path.join(scratch, "state")])
+    quiet = Monitor(scratch, ["--events-capacity", "0"])
     producers = Producers(scratch)
-    counters = Counters()
-    samples = []  # (seconds since start, rss KiB, fds, cpu s, busy, slab files)
+    counters, quiet_counters = Counters(), Counters()
+    targets = [(monitor.url, counters), (quiet.url, quiet_counters)]
+    follower = Follower(monitor.url)
+    stop_follower = threading.Event()
+    following = threading.Thread(target=follower.run, args=(stop_follower,))
+    following.start()
+    # (seconds since start, rss KiB, fds, cpu s, busy, slab files, the twin's cpu s)
+    samples = []
     started = time.monotonic()
     stop_scrapers, threads, busy = threading.Event(), [], False
     cycles_busy = 0
     next_sample = 0.0
     print(f"soak: {DURATION:.0f} s, period {PERIOD}, cycles of {CYCLE:.0f} s "
-          f"({SCRAPERS} scrapers for the last third), monitor pid {monitor.pid}", flush=True)
+          f"({SCRAPERS} scrapers for the last third), monitor pid {monitor.pid}, its twin "
+          f"without the event stream {quiet.pid}", flush=True)
     try:
         while (elapsed := time.monotonic() - started) < DURATION:
             producers.step(elapsed)
             want_busy = elapsed % CYCLE >= CYCLE * 2 / 3
             if want_busy and not busy:
                 stop_scrapers = threading.Event()
-                threads = [threading.Thread(target=scraper,
-                                            args=(monitor.url, counters, stop_scrapers))
+                threads = [threading.Thread(target=scraper, args=(targets, stop_scrapers))
                            for _ in range(SCRAPERS)]
                 for thread in threads:
                     thread.start()
@@ -284,32 +348,43 @@ def main():
                     thread.join()
             busy = want_busy
             if elapsed >= next_sample:
-                if monitor.process.poll() is not None:
-                    sys.exit(f"soak: nds-monitor exited with {monitor.process.returncode}")
+                for one in (monitor, quiet):
+                    if one.process.poll() is not None:
+                        sys.exit(f"soak: nds-monitor {one.pid} exited with "
+                                 f"{one.process.returncode}")
                 rss, fds, cpu = monitor.resources()
-                samples.append((elapsed, rss, fds, cpu, busy, len(os.listdir(producers.slabs))))
+                quiet_cpu = quiet.resources()[2]
+                samples.append((elapsed, rss, fds, cpu, busy, len(os.listdir(producers.slabs)),
+                                quiet_cpu))
                 next_sample += 1.0
             time.sleep(0.05)
     finally:
         stop_scrapers.set()
-        for thread in threads:
+        stop_follower.set()
+        for thread in threads + [following]:
             thread.join()
         producers.stop()
-    # One last scrape: everything since the last busy phase is checked too.
-    with urllib.request.urlopen(monitor.url + "/metrics", timeout=10) as response:
-        counters.check(response.read().decode())
-    with urllib.request.urlopen(monitor.url + "/healthz", timeout=10) as response:
-        healthy = response.status == 200
-    monitor.process.send_signal(signal.SIGTERM)
-    exit_status = monitor.process.wait(timeout=20)
+    # One last scrape of each: everything since the last busy phase is checked too.
+    healthy, exit_statuses = True, []
+    for one, its_counters in [(monitor, counters), (quiet, quiet_counters)]:
+        with urllib.request.urlopen(one.url + "/metrics", timeout=10) as response:
+            its_counters.check(response.read().decode())
+        with urllib.request.urlopen(one.url + "/healthz", timeout=10) as response:
+            healthy = healthy and response.status == 200
+    follower.poll()
+    for one in (monitor, quiet):
+        one.process.send_signal(signal.SIGTERM)
+        exit_statuses.append(one.process.wait(timeout=20))
+    exit_status = max(exit_statuses)
     shutil.rmtree(scratch, ignore_errors=True)
 
     # A pid the system gave to a second producer: its per-process series may restart once
     # the monitor forgot the first one's (Documentation/userspace.rst, bounded idle series).
     recycled = {pid for pid, count in producers.pids.items() if count > 1}
-    excused = [v for v in counters.violations
-               if (m := re.search(r'pid="(\d+)"', v[0])) and int(m.group(1)) in recycled]
-    violations = [v for v in counters.violations if v not in excused]
+    excused = [v for v in counters.violations + quiet_counters.violations
+               if excusable(v, recycled)]
+    violations = [v for v in counters.violations + quiet_counters.violations
+                  if not excusable(v, recycled)]
     warm = [s for s in samples if s[0] < WARM_UP]
     after = [s for s in samples if s[0] >= WARM_UP]
     if not warm or len(after) < 2:
@@ -317,6 +392,7 @@ def main():
                  f"{WARM_UP:.0f} s warm-up")
     wall = after[-1][0] - after[0][0]
     cpu = after[-1][3] - after[0][3]
+    quiet_cpu = after[-1][6] - after[0][6]
     phase_cpu = {False: 0.0, True: 0.0}
     phase_wall = {False: 0.0, True: 0.0}
     for one, two in zip(after, after[1:]):
@@ -358,6 +434,11 @@ def main():
         "cpu_ms_per_period": round(1000 * ratio(cpu, wall) * period, 3),
         "cpu_ratio_no_scraper": round(ratio(phase_cpu[False], phase_wall[False]), 4),
         "cpu_ratio_scrapers": round(ratio(phase_cpu[True], phase_wall[True]), 4),
+        "cpu_ratio_stream_off": round(ratio(quiet_cpu, wall), 4),
+        "cpu_stream_on_over_off": round(ratio(cpu, quiet_cpu), 3),
+        "events_followed": follower.events,
+        "event_gaps_declared": follower.gaps,
+        "events_lost_in_gaps": follower.lost,
         "healthz_at_end": healthy,
         "exit_status_on_sigterm": exit_status,
     }
@@ -369,8 +450,11 @@ def main():
     if max(fd_after) > fd_warm_max + FD_BOUND:
         problems.append(f"{max(fd_after)} open files after the warm-up, above its maximum "
                         f"{fd_warm_max} + {FD_BOUND}")
-    if counters.failed:
-        problems.append(f"{len(counters.failed)} scrapes failed, e.g. {counters.failed[:3]}")
+    failed = counters.failed + quiet_counters.failed
+    if failed:
+        problems.append(f"{len(failed)} scrapes failed, e.g. {failed[:3]}")
+    if follower.problems:
+        problems.append(f"the event stream's follower: {follower.problems[:3]}")
     if violations:
         broken = sorted({series for series, _ in violations})
         families = sorted({series.split("{")[0] for series in broken})
@@ -384,10 +468,12 @@ def main():
                         f"warm-up, {rss_last} KiB in the last")
     if producers.failed_runs:
         problems.append(f"{producers.failed_runs} load-generator runs failed")
-    if counters.scrapes == 0 or producers.started == 0:
+    if counters.scrapes == 0 or quiet_counters.scrapes == 0 or producers.started == 0:
         problems.append("nothing was scraped or produced")
+    if follower.events == 0:
+        problems.append("the event stream's follower saw no event")
     if not healthy or exit_status != 0:
-        problems.append(f"/healthz {healthy}, exit status {exit_status} on SIGTERM")
+        problems.append(f"/healthz {healthy}, exit statuses {exit_statuses} on SIGTERM")
     print(f"soak: bounds after the {WARM_UP:.0f} s warm-up: RSS at most its maximum + "
           f"{RSS_BOUND_KIB} KiB and at most + {RSS_TREND_KIB} KiB from the first third of "
           f"the rest to the last, open files at most its maximum + {FD_BOUND}")

@@ -176,3 +176,78 @@ fn a_serving_exporter_follows_a_module_reload() {
     run("insmod", &args);
     exporter.wait_for("device 0 after the reload", 200, true, device_zero);
 }
+
+impl Exporter {
+    /// Waits (at most [`EVENTUALLY`]) until `GET path` answers `status` with a body `wanted`
+    /// accepts, and returns that body; panics naming `what` otherwise.
+    fn wait_until(
+        &self,
+        what: &str,
+        path: &str,
+        status: u16,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + EVENTUALLY;
+        loop {
+            let (answered, body) = self.get(path);
+            if answered == status && wanted(&body) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never saw {what} ({path} answered {answered}):\n{body}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Whether the event stream in `body` (NDJSON) has a module event saying `loaded`.
+fn module_event(body: &str, loaded: bool) -> bool {
+    body.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .any(|event| event["kind"] == "module" && event["loaded"] == loaded)
+}
+
+/// `/readyz` tells a module reload: 200 once the exporter has read every source and listed a
+/// device, 503 while the module is unloaded (its devices then unknown, the unload an event),
+/// 200 again once it is back.
+#[test]
+fn readyz_is_503_while_the_module_is_unloaded() {
+    let params_text = fs::read_to_string("/module.params").unwrap_or_default();
+    let params: Vec<&str> = params_text.split_whitespace().collect();
+    let exporter = Exporter::start();
+    exporter.wait_until("ready with the module loaded", "/readyz", 200, |_| true);
+    let deadline = Instant::now() + EVENTUALLY;
+    while let Err(errno) = unload_module() {
+        assert_eq!(errno, libc::EAGAIN, "delete_module");
+        assert!(
+            Instant::now() < deadline,
+            "the running exporter keeps the module loaded"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let why = exporter.wait_until("not ready without the module", "/readyz", 503, |_| true);
+    assert!(!why.trim().is_empty(), "/readyz says why");
+    exporter.wait_until("device 0 unknown", "/api/v1/devices", 200, |body| {
+        let devices: serde_json::Value = serde_json::from_str(body).unwrap();
+        devices["devices"].as_array().unwrap().iter().any(|device| {
+            device["neuron_device_index"] == 0
+                && device["state"] == "unknown"
+                && device["reason"] == "module_unloaded"
+        })
+    });
+    exporter.wait_until(
+        "the unload evented",
+        "/api/v1/events?since=0",
+        200,
+        |body| module_event(body, false),
+    );
+    let mut args = vec!["/neuron_ds.ko"];
+    args.extend_from_slice(&params);
+    run("insmod", &args);
+    exporter.wait_until("ready after the reload", "/readyz", 200, |_| true);
+    exporter.wait_until("the load evented", "/api/v1/events?since=0", 200, |body| {
+        module_event(body, true)
+    });
+}

@@ -20,6 +20,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::health::{HealthConfig, HealthRules};
 
 /// neuron-monitor's default period.
 pub const DEFAULT_PERIOD: Duration = Duration::from_secs(5);
@@ -34,6 +35,8 @@ pub struct ConfigFile {
     pub neuron_runtimes: Option<Vec<RuntimeConfig>>,
     /// System groups.
     pub system_metrics: Option<Vec<GroupConfig>>,
+    /// Health rules (this monitor's extension, [`crate::health`]).
+    pub health: Option<HealthConfig>,
 }
 
 /// One `neuron_runtimes` entry.
@@ -155,6 +158,8 @@ pub struct Plan {
     pub system: Vec<(SystemGroup, Duration)>,
     /// A filter every reported tag must match as well (`--tag-filter`).
     pub tag_filter: Option<Regex>,
+    /// The health rules.
+    pub health: HealthRules,
 }
 
 impl Plan {
@@ -168,6 +173,7 @@ impl Plan {
             }],
             system: SystemGroup::ALL.iter().map(|&g| (g, period)).collect(),
             tag_filter: None,
+            health: HealthRules::default(),
         }
     }
 
@@ -238,10 +244,15 @@ impl Plan {
                 system
             }
         };
+        let health = match &config.health {
+            Some(health) => HealthRules::from_config(health)?,
+            None => HealthRules::default(),
+        };
         Ok(Self {
             runtimes,
             system,
             tag_filter: None,
+            health,
         })
     }
 

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::health::HealthGroup;
+
 /// One report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MonitorDocument {
@@ -30,6 +32,9 @@ pub struct MonitorDocument {
     pub instance_info: InstanceInfo,
     /// The Neuron devices seen.
     pub neuron_hardware_info: HardwareInfo,
+    /// Each device's health verdict (this monitor's extension; absent where nothing judges).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neuron_health: Option<HealthGroup>,
 }
 
 /// One process.

@@ -2,7 +2,9 @@
 //! period (its runtime and system groups, with neuron-monitor's keys and types), the
 //! configuration file and the [`Plan`] it resolves to, when each group is due, and the
 //! building of the runtime groups from two readings of a slab (the period's start and end),
-//! of the latency percentiles, and of the kernel's aggregated totals. It imports the slab
+//! of the latency percentiles, and of the kernel's aggregated totals; and the words and rules
+//! of the health verdicts (the configuration's `health` key, the document's `neuron_health`
+//! group). It imports the slab
 //! readings of `nds-slabs` and the datastore's own crates, never the host readers, the
 //! exporter or the sampling loop.
 
@@ -10,15 +12,17 @@
 
 // Floor 0: errors.
 pub mod error;
-// Floor 1: the document and the configuration.
+// Floor 1: health verdicts and their rules.
+pub mod health;
+// Floor 2: the document and the configuration.
 pub mod config;
 pub mod document;
-// Floor 2: when groups are due, latency percentiles.
+// Floor 3: when groups are due, latency percentiles.
 pub mod latency;
 pub mod schedule;
-// Floor 3: the runtime groups from slab readings.
+// Floor 4: the runtime groups from slab readings.
 pub mod groups;
-// Floor 4: the kernel's totals per device and core.
+// Floor 5: the kernel's totals per device and core.
 pub mod system;
 
 pub use config::Plan;

@@ -66,6 +66,12 @@ impl Schedule {
         self.groups.iter().map(|&(id, _)| id)
     }
 
+    /// Whether every group has been reported at least once.
+    #[must_use]
+    pub fn reported_every_group(&self) -> bool {
+        self.groups.iter().all(|(id, _)| self.last.contains_key(id))
+    }
+
     /// How long after `now` the next group is due (zero if one is; `fallback` for no group).
     #[must_use]
     pub fn until_due(&self, now: Instant, fallback: Duration) -> Duration {
@@ -118,6 +124,7 @@ mod tests {
                 runtimes: Vec::new(),
                 system: Vec::new(),
                 tag_filter: None,
+                health: crate::health::HealthRules::default(),
             },
             t0,
         );

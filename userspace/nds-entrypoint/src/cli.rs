@@ -33,6 +33,10 @@ pub struct Cli {
     /// How often to push them (nds-monitor's default when not given).
     #[arg(long, value_name = "DURATION", requires = "otlp_endpoint")]
     pub otlp_period: Option<OsString>,
+    /// Keep the event stream's state in this directory (nds-monitor serve --state-dir), so
+    /// that a restarted container resumes the stream.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// The nds-monitor program (default: the one next to this program).
     #[arg(long, value_name = "PATH")]
     pub monitor: Option<PathBuf>,

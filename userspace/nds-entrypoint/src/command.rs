@@ -35,7 +35,7 @@ pub struct Otlp {
 }
 
 /// `nds-monitor [-c CONFIG] [MONITOR_ARGS...] serve --listen ADDRESS:PORT [--cert-file F
-/// --key-file K] [--otlp-endpoint URL [--otlp-period P]]`.
+/// --key-file K] [--otlp-endpoint URL [--otlp-period P]] [--state-dir DIR]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServeCommand {
     /// The `nds-monitor` program.
@@ -50,6 +50,8 @@ pub struct ServeCommand {
     pub tls: Option<Tls>,
     /// Also push the exposition to an OpenTelemetry collector.
     pub otlp: Option<Otlp>,
+    /// Where the event stream's state is kept.
+    pub state_dir: Option<PathBuf>,
     /// Options of `nds-monitor` itself (before `serve`), e.g. `--slab-dir DIR`.
     pub monitor_args: Vec<OsString>,
 }
@@ -80,6 +82,10 @@ impl ServeCommand {
                 args.push("--otlp-period".into());
                 args.push(period.clone());
             }
+        }
+        if let Some(dir) = &self.state_dir {
+            args.push("--state-dir".into());
+            args.push(dir.into());
         }
         args
     }
@@ -139,6 +145,7 @@ mod tests {
             port: DEFAULT_PORT,
             tls: None,
             otlp: None,
+            state_dir: None,
             monitor_args: Vec::new(),
         }
     }
@@ -220,6 +227,22 @@ mod tests {
             args.iter().position(|arg| arg == "serve")
                 < args.iter().position(|arg| arg == "--otlp-endpoint")
         );
+    }
+
+    #[test]
+    fn a_state_directory_is_a_serve_option() {
+        let mut command = command();
+        command.state_dir = Some("/var/lib/nds-monitor".into());
+        let args = strings(command.args());
+        let serve = args.iter().position(|arg| arg == "serve").unwrap();
+        assert_eq!(
+            args[serve..]
+                .windows(2)
+                .find(|pair| pair[0] == "--state-dir"),
+            Some(&["--state-dir".to_owned(), "/var/lib/nds-monitor".to_owned()][..])
+        );
+        command.state_dir = None;
+        assert!(!strings(command.args()).contains(&"--state-dir".to_owned()));
     }
 
     #[test]

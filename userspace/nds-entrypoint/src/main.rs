@@ -31,6 +31,7 @@ fn run(cli: Cli) -> Result<u8> {
             endpoint,
             period: cli.otlp_period,
         }),
+        state_dir: cli.state_dir,
         monitor_args: cli.monitor_args,
     };
     if pass_perfmon_on()? == Perfmon::NotPermitted {

@@ -130,7 +130,8 @@ impl Exposition {
 }
 
 /// The instance labels every series carries, named as the companion exporter names them.
-fn instance_labels(info: &InstanceInfo) -> LabelSet {
+#[must_use]
+pub fn instance_labels(info: &InstanceInfo) -> LabelSet {
     LabelSet::instance([
         &info.instance_name,
         &info.instance_id,
@@ -480,6 +481,8 @@ fn gauges_of(report: &MonitorDocument) -> MonitorDocument {
         },
         instance_info: report.instance_info.clone(),
         neuron_hardware_info: report.neuron_hardware_info.clone(),
+        // The verdicts have families of their own (nds-health).
+        neuron_health: None,
     }
 }
 

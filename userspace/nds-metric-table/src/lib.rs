@@ -766,8 +766,56 @@ pub static NDS_MONITOR_LEDGER_LOST_RECORDS_TOTAL: MetricFamily = MetricFamily {
     )
 };
 
+/// `nds_device_health_state{neuron_device_index, state}`: the device's verdict, one-hot.
+pub static NDS_DEVICE_HEALTH_STATE: MetricFamily = MetricFamily {
+    labels_note: Some(
+        "state: healthy, unhealthy, unknown; 1 for the verdict, 0 for the two others",
+    ),
+    ..ours(
+        "nds_device_health_state",
+        Gauge,
+        "The device's health verdict, one-hot over healthy, unhealthy and unknown.",
+        &["neuron_device_index", "state"],
+        "each device's health verdict: a series per state, 1 for the device's",
+    )
+};
+
+/// `nds_device_health_reason{neuron_device_index, reason, action}`: why, one-hot.
+pub static NDS_DEVICE_HEALTH_REASON: MetricFamily = MetricFamily {
+    labels_note: Some(
+        "reason: ``no_errors``, ``repairable_hbm_errors``, ``hbm_uncorrectable_errors``, \
+         ``nc_uncorrectable_errors``, ``dma_aborts``, ``collectives_errors``, \
+         ``ecc_uncorrectable_errors``, ``unreadable``, ``module_unloaded``; action: the \
+         reason's recommended action under the rules in force (monitor, update_software, \
+         reset, terminate)",
+    ),
+    ..ours(
+        "nds_device_health_reason",
+        Gauge,
+        "Why the device's verdict is what it is, one-hot over the reasons, with each reason's \
+         recommended action.",
+        &["neuron_device_index", "reason", "action"],
+        "the reason of each device's verdict: a series per reason, 1 for the device's",
+    )
+};
+
+/// `nds_neuroncore_health_state{neuron_device_index, neuroncore, state}`: each core's
+/// verdict, one-hot.
+pub static NDS_NEURONCORE_HEALTH_STATE: MetricFamily = MetricFamily {
+    labels_note: Some(
+        "state: healthy, unhealthy, unknown; 1 for the verdict, 0 for the two others",
+    ),
+    ..ours(
+        "nds_neuroncore_health_state",
+        Gauge,
+        "The NeuronCore's health verdict, one-hot over healthy, unhealthy and unknown.",
+        &["neuron_device_index", "neuroncore", "state"],
+        "each NeuronCore's health verdict (on its own errors): a series per state",
+    )
+};
+
 /// Every family, in the order of the documentation's rows.
-pub static FAMILIES: [&MetricFamily; 48] = [
+pub static FAMILIES: [&MetricFamily; 51] = [
     &NEURONCORE_UTILIZATION_RATIO,
     &NEURON_RUNTIME_VCPU_USAGE_RATIO,
     &NEURON_RUNTIME_MEMORY_USED_BYTES,
@@ -816,6 +864,9 @@ pub static FAMILIES: [&MetricFamily; 48] = [
     &NDS_MONITOR_POD_RESOURCES_ERRORS_TOTAL,
     &NDS_MONITOR_LEDGER_RECORDS_TOTAL,
     &NDS_MONITOR_LEDGER_LOST_RECORDS_TOTAL,
+    &NDS_DEVICE_HEALTH_STATE,
+    &NDS_DEVICE_HEALTH_REASON,
+    &NDS_NEURONCORE_HEALTH_STATE,
 ];
 
 #[cfg(test)]

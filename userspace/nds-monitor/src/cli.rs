@@ -129,6 +129,33 @@ pub enum Command {
         /// Unused without --otlp-endpoint (a pod may have NODE_NAME whether or not it pushes).
         #[arg(long, env = "NODE_NAME", value_name = "NAME")]
         otlp_node_name: Option<String>,
+        /// Keep the event stream's state here (its id, its next number, where each ledger was
+        /// read to, each live tenure's counters as evented), so that a restarted exporter
+        /// resumes the stream; without it, every start begins a new stream.
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+        /// Events /api/v1/events keeps for clients (a client asking for older ones gets a gap
+        /// record); 0 serves no event stream.
+        #[arg(long, default_value_t = nds_health::events::DEFAULT_CAPACITY, value_name = "N")]
+        events_capacity: usize,
+        /// Devices the first report must have listed for /readyz to answer 200.
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        ready_min_devices: usize,
+    },
+    /// Check the health verdicts of a running `serve` (its /api/v1/devices), as a
+    /// node-problem-detector custom plugin: exit 0 when every device is healthy, 1 when one is
+    /// unhealthy, 2 when one is unknown or the exporter cannot be asked; the first line of
+    /// the output says why.
+    Health {
+        /// The exporter's address: `http://HOST:PORT` or `https://HOST:PORT`.
+        #[arg(long, default_value = "http://127.0.0.1:9200", value_name = "URL")]
+        url: String,
+        /// PEM certificates to trust for an https URL (the exporter's CA).
+        #[arg(long, value_name = "FILE")]
+        ca_file: Option<PathBuf>,
+        /// How long to wait for the answer.
+        #[arg(long, default_value = "5s", value_parser = period_argument)]
+        timeout: Duration,
     },
 }
 

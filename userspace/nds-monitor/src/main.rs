@@ -6,7 +6,8 @@
 
 #![warn(missing_docs)]
 
-// Floor 0: the messages, the HTTP(S) endpoint.
+// Floor 0: the messages, the HTTP(S) endpoint, the node-problem-detector check.
+mod check;
 mod logger;
 mod serve;
 // Floor 1: why the monitor cannot run (serve's TLS errors among them).
@@ -21,7 +22,11 @@ use std::time::Instant;
 use clap::Parser;
 use error::{Error, Result};
 use nds_document::{MonitorDocument, Plan};
+use nds_exporter::prometheus::instance_labels;
 use nds_exporter::Exporter;
+use nds_health::state::StateDir;
+use nds_health::writer::EventLog;
+use nds_health::{exposition, Health};
 use nds_host::hardware::HardwareTree;
 use nds_host::HostSource;
 use nds_monitor::cli::{Cli, Command, Format, PodResourcesAllocator};
@@ -31,7 +36,7 @@ use nds_sampler::{Consumer, Monitor, Source};
 use nds_slabs::SlabSource;
 use nds_sysfs::{SysfsRoot, TimeInUseUnit};
 use regex::Regex;
-use serve::{serve, TlsFiles};
+use serve::{serve, ServeOptions, TlsFiles};
 
 fn plan(cli: &Cli) -> Result<Plan> {
     let mut plan = match &cli.config_file {
@@ -86,7 +91,9 @@ fn run(cli: Cli) -> Result<()> {
         plan.system.len(),
         plan.shortest_period()
     );
-    let monitor = Monitor::new(source, plan, Instant::now());
+    let now = Instant::now();
+    let health = Health::new(plan.health.clone(), now);
+    let monitor = Monitor::new(source, plan, now);
     let mut exporter = Exporter::new();
     if let Some(socket) = &cli.pod_resources_socket {
         let only = match cli.pod_resources_allocator {
@@ -115,6 +122,9 @@ fn run(cli: Cli) -> Result<()> {
         otlp_endpoint,
         otlp_period,
         otlp_node_name,
+        state_dir,
+        events_capacity,
+        ready_min_devices,
     }) = &cli.command
     {
         let otlp = match otlp_endpoint {
@@ -147,21 +157,45 @@ fn run(cli: Cli) -> Result<()> {
         let scheme = if tls.is_some() { "https" } else { "http" };
         println!("listening on {scheme}://{address}/metrics");
         io::stdout().flush().map_err(Error::Output)?;
-        let monitor = monitor.with_consumer(exporter);
-        return serve(listener, monitor, tls, *max_requests, otlp).map_err(serve_error);
+        let health = match events_capacity {
+            0 => health,
+            &capacity => {
+                let state = state_dir.as_deref().map(StateDir::new);
+                health.with_event_log(EventLog::new(state, capacity))
+            }
+        };
+        let monitor = monitor.with_consumer((exporter, health));
+        let options = ServeOptions {
+            tls,
+            max_requests: *max_requests,
+            otlp,
+            ready_min_devices: *ready_min_devices,
+        };
+        return serve(listener, monitor, options).map_err(serve_error);
     }
     match cli.format {
-        Format::Prometheus => print_reports(monitor.with_consumer(exporter), &cli, |monitor, _| {
-            Ok(monitor.consumer().exposition() + "\n")
-        }),
-        Format::Json => print_reports(monitor, &cli, |_, document| {
-            let text = if cli.pretty {
-                serde_json::to_string_pretty(&document)?
-            } else {
-                serde_json::to_string(&document)?
-            };
-            Ok(text + "\n")
-        }),
+        Format::Prometheus => {
+            let monitor = monitor.with_consumer((exporter, health));
+            print_reports(monitor, &cli, |monitor, _| {
+                let (exporter, health) = monitor.consumer();
+                let instance = instance_labels(&exporter.latest().document().instance_info);
+                let verdicts = exposition::encode(health.group(), health.rules(), &instance);
+                Ok(exporter.exposition() + &verdicts + "\n")
+            })
+        }
+        Format::Json => print_reports(
+            monitor.with_consumer(health),
+            &cli,
+            |monitor, mut document| {
+                document.neuron_health = Some(monitor.consumer().group().clone());
+                let text = if cli.pretty {
+                    serde_json::to_string_pretty(&document)?
+                } else {
+                    serde_json::to_string(&document)?
+                };
+                Ok(text + "\n")
+            },
+        ),
     }
 }
 
@@ -237,6 +271,16 @@ fn die_on_sigpipe() {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logger::init(cli.verbose);
+    if let Some(Command::Health {
+        url,
+        ca_file,
+        timeout,
+    }) = &cli.command
+    {
+        let (outcome, message) = check::check(url, ca_file.as_deref(), *timeout);
+        println!("{message}");
+        return ExitCode::from(outcome as u8);
+    }
     // An exporter outlives whoever reads its standard streams; a report stream does not.
     if cli.command.is_none() {
         die_on_sigpipe();

@@ -9,8 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use common::*;
+use nds_document::health::HealthRules;
 use nds_document::Plan;
+use nds_exporter::prometheus::instance_labels;
 use nds_exporter::Exporter;
+use nds_health::{exposition, Health};
 use nds_metric_table::{
     MetricFamily, MetricType, CLAIM_LABELS, FAMILIES, INSTANCE_LABELS, POD_LABELS,
 };
@@ -55,14 +58,20 @@ fn rich_exposition(scratch: &Scratch) -> String {
     let ledger = common::ledger::TestLedger::following(&[0]);
     let mut monitor = Monitor::new(scratch.source(), Plan::everything(SECOND), t0)
         .with_ledger(Some(Box::new(ledger)))
-        .with_consumer(Exporter::new().with_pod_attribution(feed));
+        .with_consumer((
+            Exporter::new().with_pod_attribution(feed),
+            Health::new(HealthRules::default(), t0),
+        ));
     assert!(monitor.poll(t0).is_none(), "attaches first");
     for tick in 1..=3 {
         produce_more(&scratch.slabs(), 0, pid, "everything", 20);
         monitor.tick(t0 + tick * SECOND / 10);
     }
     assert!(monitor.poll(t0 + SECOND).is_some(), "a report is due");
-    monitor.consumer().exposition()
+    // As serve writes it: the exporter's exposition, then the verdicts' families.
+    let (exporter, health) = monitor.consumer();
+    let instance = instance_labels(&exporter.latest().document().instance_info);
+    exporter.exposition() + &exposition::encode(health.group(), health.rules(), &instance)
 }
 
 /// One family as the exposition renders it.

@@ -125,6 +125,8 @@ struct Sampler {
     problems: Vec<String>,
     /// Devices with slots owned by processes this monitor cannot name, at the last refresh.
     hidden_devices: BTreeSet<u32>,
+    /// Devices with a slab the last refresh could not read, and why.
+    unreadable_slabs: BTreeMap<u32, String>,
     /// NeuronCores per device, as the last report found them.
     per_device: usize,
     /// The unit of busy time as the last report read it.
@@ -187,6 +189,7 @@ impl Monitor {
             failures: Vec::new(),
             problems: Vec::new(),
             hidden_devices: BTreeSet::new(),
+            unreadable_slabs: BTreeMap::new(),
             scratch: Box::new(CounterSnapshot::new()),
             started: now,
             started_ns,
@@ -347,6 +350,13 @@ impl<C: Consumer> Monitor<C> {
     pub fn sampling_step(&self) -> Duration {
         (self.sampler.plan.shortest_period() / 20)
             .clamp(Duration::from_millis(10), Duration::from_millis(100))
+    }
+
+    /// Whether every group of the plan has been reported at least once: each source the plan
+    /// reads has been read.
+    #[must_use]
+    pub fn reported_every_group(&self) -> bool {
+        self.sampler.schedule.reported_every_group()
     }
 
     /// Whether any group is due at `now`.
@@ -598,6 +608,14 @@ impl Sampler {
                 }
             }
         }
+        self.unreadable_slabs = failures
+            .iter()
+            .map(|entry| (entry.neuron_device_index, entry.error.clone()))
+            .chain(self.hidden_devices.iter().map(|&device| {
+                let why = "a slot is owned by a process outside this monitor's pid namespace";
+                (device, why.to_owned())
+            }))
+            .collect();
         self.failures = failures;
         // A slab that keeps failing is counted once.
         for (slab, reason) in &failed {
@@ -649,7 +667,9 @@ impl Sampler {
                     }
                 }
                 LedgerEvent::Tenure(record) => {
-                    Notice::LedgerRecord(self.settle(&record, now, consumer))
+                    let outcome = self.settle(&record, now, consumer);
+                    consumer.recorded(&record, outcome);
+                    Notice::LedgerRecord(outcome)
                 }
                 LedgerEvent::Restarted => {
                     log::info!(
@@ -893,6 +913,8 @@ impl Sampler {
         document.neuron_hardware_info = hardware;
         document.instance_info = self.instance.current();
         self.schedule.mark(due, now);
+        let devices = self.source.sysfs.devices().map_err(|e| e.to_string());
+        let module_missing = self.source.module_missing();
         let report = Report {
             now,
             document: &document,
@@ -900,6 +922,10 @@ impl Sampler {
             ecc_totals: system.ecc_totals.as_deref(),
             per_device: self.per_device,
             time_unit: self.time_unit,
+            devices: devices.as_deref().map_err(String::as_str),
+            totals_error: system.totals_error.as_deref(),
+            unreadable_slabs: &self.unreadable_slabs,
+            module_missing: module_missing.as_deref(),
         };
         emit(&mut self.view, consumer, |to| to.reported(&report));
         log::debug!(

@@ -7,6 +7,7 @@
 //! A tenure is known by its [`TenureId`], unique for the life of the monitor: a slot reused by
 //! the next owner is another tenure, even while the first still awaits its ledger record.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use nds::CounterSnapshot;
@@ -246,6 +247,15 @@ pub struct Report<'a> {
     pub per_device: usize,
     /// What one unit of busy time is worth.
     pub time_unit: TimeInUseUnit,
+    /// The devices the module's sysfs tree lists now (`Err`: why it cannot be listed).
+    pub devices: Result<&'a [u32], &'a str>,
+    /// Why the kernel's totals could not be read, when `neuron_counters` was due and they
+    /// could not.
+    pub totals_error: Option<&'a str>,
+    /// Devices with a slab the monitor found and cannot read, and why (the last refresh).
+    pub unreadable_slabs: &'a BTreeMap<u32, String>,
+    /// Why the module is not loaded, when the monitor reads the kernel's slabs and it is not.
+    pub module_missing: Option<&'a str>,
 }
 
 /// A consumer of the stream. Every method but [`Consumer::follows_counters`] is told of one
@@ -272,10 +282,51 @@ pub trait Consumer {
 
     /// The monitor noticed something about itself.
     fn noticed(&mut self, _notice: &Notice) {}
+
+    /// A ledger record was read, and what became of it (told after the tenure's end, for a
+    /// record that ended one).
+    fn recorded(&mut self, _record: &TenureRecord, _outcome: RecordOutcome) {}
 }
 
 /// No consumer: the monitor's document only.
 impl Consumer for () {}
+
+/// Two consumers, each told of every event, the first first.
+impl<A: Consumer, B: Consumer> Consumer for (A, B) {
+    fn follows_counters(&self) -> bool {
+        self.0.follows_counters() || self.1.follows_counters()
+    }
+
+    fn began(&mut self, tenure: &Tenure, first: &Reading<'_>) {
+        self.0.began(tenure, first);
+        self.1.began(tenure, first);
+    }
+
+    fn reading(&mut self, tenure: &Tenure, reading: &Reading<'_>) {
+        self.0.reading(tenure, reading);
+        self.1.reading(tenure, reading);
+    }
+
+    fn ended(&mut self, tenure: &Tenure, ending: &Ending<'_>) {
+        self.0.ended(tenure, ending);
+        self.1.ended(tenure, ending);
+    }
+
+    fn reported(&mut self, report: &Report<'_>) {
+        self.0.reported(report);
+        self.1.reported(report);
+    }
+
+    fn noticed(&mut self, notice: &Notice) {
+        self.0.noticed(notice);
+        self.1.noticed(notice);
+    }
+
+    fn recorded(&mut self, record: &TenureRecord, outcome: RecordOutcome) {
+        self.0.recorded(record, outcome);
+        self.1.recorded(record, outcome);
+    }
+}
 
 /// The final value of counter `source` of core `core` in `record`: `None` for a counter no
 /// sysfs node reads (the record does not carry it) or a core beyond the record's.

@@ -33,6 +33,8 @@ pub struct SystemReport {
     pub core_totals: Option<Vec<CoreTotals>>,
     /// The driver's ECC totals per device, when `neuron_hw_counters` was due.
     pub ecc_totals: Option<Vec<EccTotals>>,
+    /// Why the kernel's totals could not be read, when `neuron_counters` was due.
+    pub totals_error: Option<String>,
 }
 
 /// What the system groups of one report share.
@@ -106,6 +108,7 @@ impl SystemBaselines {
                 }
                 SystemGroup::NeuronCounters => {
                     let (totals, error) = system::read_totals(&source.sysfs);
+                    report.totals_error = (!error.is_empty()).then(|| error.clone());
                     let (since, before) = self
                         .totals
                         .take()

@@ -74,6 +74,39 @@ pub const LIMITS: Limits = Limits {
 };
 
 const TEXT: &str = "text/plain; charset=utf-8";
+const JSON: &str = "application/json";
+const NDJSON: &str = "application/x-ndjson";
+
+fn body(content_type: &'static str, body: Bytes) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// The parameters of `/api/v1/events`: the last number the client saw (0: none), and the
+/// stream it belongs to, if the client names one.
+fn events_query(query: Option<&str>) -> Result<(u64, Option<&str>), String> {
+    let mut since = 0;
+    let mut stream = None;
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        match pair.split_once('=').unwrap_or((pair, "")) {
+            ("since", value) => {
+                since = value.parse().map_err(|_| {
+                    format!("since={value:?}: the last sequence number seen, 0 or more")
+                })?;
+            }
+            ("stream", value) => stream = Some(value),
+            (name, _) => return Err(format!("{name:?}: the parameters are since and stream")),
+        }
+    }
+    Ok((since, stream))
+}
 
 fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
@@ -87,7 +120,10 @@ fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
 /// The answer to `request`, from what is published; nothing else is read or changed.
 fn respond(request: &Request<Incoming>, published: &Published) -> Response<Full<Bytes>> {
     let path = request.uri().path();
-    let known = matches!(path, "/" | "/metrics" | "/healthz");
+    let known = matches!(
+        path,
+        "/" | "/metrics" | "/healthz" | "/readyz" | "/api/v1/devices" | "/api/v1/events"
+    );
     if !known {
         return text(StatusCode::NOT_FOUND, format!("not found: {path}\n"));
     }
@@ -102,20 +138,31 @@ fn respond(request: &Request<Incoming>, published: &Published) -> Response<Full<
         return response;
     }
     match path {
-        "/metrics" => {
-            let mut response = Response::new(Full::new(published.exposition()));
-            response
-                .headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static(EXPOSITION_TYPE));
-            response
-        }
+        "/metrics" => body(EXPOSITION_TYPE, published.exposition()),
         "/healthz" => match published.health() {
             Ok(()) => text(StatusCode::OK, "ok\n".to_owned()),
             Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
         },
+        "/readyz" => match published.readiness() {
+            Ok(()) => text(StatusCode::OK, "ready\n".to_owned()),
+            Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+        },
+        "/api/v1/devices" => body(JSON, published.devices()),
+        "/api/v1/events" => match events_query(request.uri().query()) {
+            Err(why) => text(StatusCode::BAD_REQUEST, format!("{why}\n")),
+            Ok((since, stream)) => match published.events_since(since, stream) {
+                Some(lines) => body(NDJSON, Bytes::from(lines)),
+                None => text(
+                    StatusCode::NOT_FOUND,
+                    "no event stream is served (--events-capacity 0)\n".to_owned(),
+                ),
+            },
+        },
         _ => text(
             StatusCode::OK,
-            "nds-monitor: the exposition at /metrics, health at /healthz\n".to_owned(),
+            "nds-monitor: the exposition at /metrics, liveness at /healthz, readiness at \
+             /readyz, verdicts at /api/v1/devices, events at /api/v1/events?since=SEQ\n"
+                .to_owned(),
         ),
     }
 }

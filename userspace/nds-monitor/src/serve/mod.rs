@@ -7,7 +7,11 @@
 //! scrapers see the same windows, and no request changes anything. `/healthz` answers 200
 //! while the sampling loop has ticked within two of the plan's shortest periods and, when it
 //! reads the kernel, the module was loaded at its last tick (a module being reloaded makes it
-//! 503 until the module is back).
+//! 503 until the module is back). `/readyz` answers 200 once the sampling loop has reported
+//! every group of its plan (read every source) with at least the wanted number of devices
+//! listed, and 503 again while the module is gone or too few devices are listed. The health
+//! view's verdicts (`/api/v1/devices`) and events (`/api/v1/events`) are published with each
+//! report, as the exposition is.
 
 mod admission;
 mod deadline;
@@ -20,17 +24,30 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use nds_exporter::prometheus::instance_labels;
 use nds_exporter::Exporter;
+use nds_health::api::{DevicesBody, StreamPosition};
+use nds_health::events::EventRing;
+use nds_health::{exposition, Health};
 use nds_otlp::OtlpExport;
 use nds_sampler::Monitor;
 use tokio_rustls::TlsAcceptor;
 
 pub use tls::{TlsError, TlsFiles};
 
+/// The monitor `serve` runs: the exporter and the health view, each a view of the stream.
+pub type Served = Monitor<(Exporter, Health)>;
+
 /// What the sampling loop publishes for the HTTP side.
 #[derive(Debug)]
 pub struct Published {
     exposition: Mutex<Bytes>,
+    /// The body of `/api/v1/devices`.
+    devices: Mutex<Bytes>,
+    /// The event stream, if one is served.
+    events: Option<Arc<Mutex<EventRing>>>,
+    /// Why `/readyz` says 503, as of the last report (`Ok`: ready).
+    readiness: Mutex<Result<(), String>>,
     started: Instant,
     /// Milliseconds after `started` of the last tick.
     last_tick: AtomicU64,
@@ -41,9 +58,12 @@ pub struct Published {
 }
 
 impl Published {
-    fn new(text: String, healthy_within: Duration) -> Self {
+    fn new(healthy_within: Duration, events: Option<Arc<Mutex<EventRing>>>) -> Self {
         Self {
-            exposition: Mutex::new(Bytes::from(text)),
+            exposition: Mutex::new(Bytes::new()),
+            devices: Mutex::new(Bytes::new()),
+            events,
+            readiness: Mutex::new(Err("the first sampling cycle has not ended".to_owned())),
             started: Instant::now(),
             last_tick: AtomicU64::new(0),
             healthy_within,
@@ -54,27 +74,72 @@ impl Published {
     /// The last published exposition (a reference-counted copy).
     #[must_use]
     pub fn exposition(&self) -> Bytes {
-        match self.exposition.lock() {
-            Ok(text) => text.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        lock(&self.exposition).clone()
     }
 
     fn publish(&self, text: String) {
-        let text = Bytes::from(text);
-        match self.exposition.lock() {
-            Ok(mut slot) => *slot = text,
-            Err(poisoned) => *poisoned.into_inner() = text,
+        *lock(&self.exposition) = Bytes::from(text);
+    }
+
+    /// The body of `/api/v1/devices` as last published.
+    #[must_use]
+    pub fn devices(&self) -> Bytes {
+        lock(&self.devices).clone()
+    }
+
+    /// The event stream's answer to a client that saw up to `since` of `stream`; `None`
+    /// when no event stream is served.
+    #[must_use]
+    pub fn events_since(&self, since: u64, stream: Option<&str>) -> Option<String> {
+        let ring = self.events.as_ref()?;
+        Some(lock(ring).since(since, stream))
+    }
+
+    /// `Ok` once the sampling loop has read every source and listed enough devices, and
+    /// while its source is there; why not otherwise.
+    ///
+    /// # Errors
+    ///
+    /// Why the monitor is not ready.
+    pub fn readiness(&self) -> Result<(), String> {
+        if let Some(problem) = lock(&self.source_problem).clone() {
+            return Err(problem);
         }
+        lock(&self.readiness).clone()
+    }
+
+    /// Publishes what a report left: the exposition (returned, for the OTLP push), the
+    /// verdicts, whether it is ready.
+    fn reported(&self, monitor: &Served, min_devices: usize) -> String {
+        let (exporter, health) = monitor.consumer();
+        let instance = instance_labels(&exporter.latest().document().instance_info);
+        let text =
+            exporter.exposition() + &exposition::encode(health.group(), health.rules(), &instance);
+        self.publish(text.clone());
+        let events = self.events.as_ref().map(|ring| {
+            let ring = lock(ring);
+            StreamPosition {
+                stream: ring.stream().to_owned(),
+                last_seq: ring.last(),
+            }
+        });
+        let body = DevicesBody {
+            timestamp: exporter.latest().document().timestamp,
+            window: health.group().window,
+            devices: &health.group().devices,
+            events,
+        };
+        if let Ok(json) = serde_json::to_vec(&body) {
+            *lock(&self.devices) = Bytes::from(json);
+        }
+        *lock(&self.readiness) = readiness(monitor, min_devices);
+        text
     }
 
     fn ticked(&self, source_problem: Option<String>) {
         let elapsed = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_tick.store(elapsed, Ordering::Relaxed);
-        *self
-            .source_problem
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = source_problem;
+        *lock(&self.source_problem) = source_problem;
     }
 
     /// `Ok` while the sampling loop ticked recently enough and its source was there; why not
@@ -85,12 +150,7 @@ impl Published {
     /// How long ago the last tick was, when that is too long; what the last tick found
     /// missing.
     pub fn health(&self) -> Result<(), String> {
-        if let Some(problem) = self
-            .source_problem
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-        {
+        if let Some(problem) = lock(&self.source_problem).clone() {
             return Err(problem);
         }
         let last = Duration::from_millis(self.last_tick.load(Ordering::Relaxed));
@@ -105,6 +165,44 @@ impl Published {
             ))
         }
     }
+}
+
+/// Locks `mutex`, whatever a panicking holder left in it (each holder writes whole values).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether `monitor` is ready: its plan's every group reported, its module loaded and at
+/// least `min_devices` devices listed.
+fn readiness(monitor: &Served, min_devices: usize) -> Result<(), String> {
+    if let Some(why) = monitor.source().module_missing() {
+        return Err(why);
+    }
+    if !monitor.reported_every_group() {
+        return Err("the first sampling cycle has not read every source yet".to_owned());
+    }
+    match monitor.consumer().1.listed() {
+        Err(why) => Err(why.to_owned()),
+        Ok(listed) if listed.len() < min_devices => Err(format!(
+            "{} Neuron device(s) listed, at least {min_devices} wanted",
+            listed.len()
+        )),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// How `serve` runs, beside its listener and monitor.
+pub struct ServeOptions {
+    /// TLS, if it serves HTTPS.
+    pub tls: Option<TlsAcceptor>,
+    /// Exit after this many requests.
+    pub max_requests: Option<usize>,
+    /// The OTLP push, if there is one.
+    pub otlp: Option<OtlpExport>,
+    /// Devices `/readyz` wants listed.
+    pub ready_min_devices: usize,
 }
 
 /// Sets the flag when dropped: the sampling loop stops with the HTTP side, however it ends.
@@ -129,18 +227,23 @@ const SAMPLING_STOP_GRACE: Duration = Duration::from_secs(1);
 /// The HTTP side could not start (its runtime, its signal handlers or the listener).
 pub fn serve(
     listener: TcpListener,
-    mut monitor: Monitor<Exporter>,
-    tls: Option<TlsAcceptor>,
-    max_requests: Option<usize>,
-    otlp: Option<OtlpExport>,
+    mut monitor: Served,
+    options: ServeOptions,
 ) -> std::io::Result<()> {
+    let ServeOptions {
+        tls,
+        max_requests,
+        otlp,
+        ready_min_devices,
+    } = options;
     monitor.report_processes(Instant::now());
     let healthy_within = 2 * monitor.plan().shortest_period();
-    let first = monitor.consumer().exposition();
+    let events = monitor.consumer().1.events();
+    let published = Arc::new(Published::new(healthy_within, events));
+    let first = published.reported(&monitor, ready_min_devices);
     if let Some(otlp) = &otlp {
         otlp.publish(&first);
     }
-    let published = Arc::new(Published::new(first, healthy_within));
     published.ticked(monitor.source().module_missing());
     let stop = Arc::new(AtomicBool::new(false));
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -174,11 +277,10 @@ pub fn serve(
         })
         .is_some()
     {
-        let text = monitor.consumer().exposition();
+        let text = published.reported(&monitor, ready_min_devices);
         if let Some(otlp) = &otlp {
             otlp.publish(&text);
         }
-        published.publish(text);
     }
     // The last exposition is pushed before the process ends.
     drop(otlp);

@@ -3,10 +3,12 @@
 //! like the module's, a Neuron driver tree, a `/proc` of each test's own (so that the pids
 //! the producers are named by mean what the test says, whatever processes the machine runs),
 //! a fake instance metadata service on loopback, JSON-schema validation, the guide's
-//! document shape ([`shape`]), and a tenure ledger the tests write ([`ledger`]).
+//! document shape ([`shape`]), a tenure ledger the tests write ([`ledger`]), and what
+//! producers wrote to the error counters ([`error_counts`]).
 
 #![allow(dead_code)] // Each test binary uses a different subset.
 
+pub mod error_counts;
 pub mod ledger;
 pub mod prometheus;
 pub mod served;
@@ -216,6 +218,27 @@ pub fn produce(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) -> Prod
     run_workload(dir, device, pid, tag, count, TimeInUseUnit::default())
 }
 
+/// Runs `count` executions drawn from status mix `mix` (`SUCCESS=10,EXEC_HW_ERR_HBM_UE=1`)
+/// into `pid`'s slab file (a fresh one if there is none), in-process; returns what this run
+/// added.
+pub fn produce_mix(
+    dir: &Path,
+    device: u32,
+    pid: i32,
+    tag: &str,
+    count: u64,
+    mix: &str,
+) -> ProducerReport {
+    run_workload_with(
+        dir,
+        device,
+        pid,
+        (tag, count),
+        TimeInUseUnit::default(),
+        mix,
+    )
+}
+
 /// Runs `count` more executions into an existing slab file (the monitor, already attached,
 /// sees the counters move: latencies get sampled).
 pub fn produce_more(dir: &Path, device: u32, pid: i32, tag: &str, count: u64) {
@@ -249,6 +272,18 @@ fn run_workload(
     count: u64,
     unit: TimeInUseUnit,
 ) -> ProducerReport {
+    let mix = nds_loadgen::mix::DEFAULT_MIX;
+    run_workload_with(dir, device, pid, (tag, count), unit, mix)
+}
+
+fn run_workload_with(
+    dir: &Path,
+    device: u32,
+    pid: i32,
+    (tag, count): (&str, u64),
+    unit: TimeInUseUnit,
+    mix: &str,
+) -> ProducerReport {
     let path = slab_path(dir, device, pid);
     let existed = path.exists();
     let store = Producer::open(&Backend::file(&path)).unwrap();
@@ -260,7 +295,7 @@ fn run_workload(
         cores: 2,
         length: StreamLength::Count(count),
         rate: 0,
-        mix: nds_loadgen::mix::DEFAULT_MIX.to_owned(),
+        mix: mix.to_owned(),
         time_in_use_unit_ps: unit.ps_per_unit(),
         seed: u64::try_from(pid).unwrap(),
         crash: false,
@@ -272,7 +307,7 @@ fn run_workload(
         Recorder::new(&store, &tally),
         &tally,
         &spec,
-        StatusMix::default(),
+        mix.parse::<StatusMix>().unwrap(),
         pid,
     )
     .unwrap();
@@ -289,11 +324,20 @@ fn run_workload(
 /// Validates every document in `documents` against Documentation/monitor.schema.json with
 /// Python's `jsonschema`; panics with the validator's message otherwise.
 pub fn validate(documents: &[serde_json::Value]) {
+    validate_with("monitor.schema.json", documents);
+}
+
+/// Validates every document in `documents` against Documentation/`schema`, its references to
+/// the other schemas there resolved by their `$id`; panics with the validator's message
+/// otherwise.
+pub fn validate_with(schema: &str, documents: &[serde_json::Value]) {
     // Cargo runs test binaries with CARGO_MANIFEST_DIR set; the compile-time value is the
     // fallback for running the binary by hand.
     let manifest_dir = std::env::var("CARGO_MANIFEST_DIR")
         .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    let schema = Path::new(&manifest_dir).join("../../Documentation/monitor.schema.json");
+    let schema = Path::new(&manifest_dir)
+        .join("../../Documentation")
+        .join(schema);
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let data = std::env::temp_dir().join(format!(
         "nds-monitor-docs-{}-{}.json",
@@ -301,17 +345,20 @@ pub fn validate(documents: &[serde_json::Value]) {
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::write(&data, serde_json::to_vec(documents).unwrap()).unwrap();
-    let script = "import json, sys, jsonschema\n\
+    let script = "import glob, json, os, sys, jsonschema\n\
+        from referencing import Registry, Resource\n\
+        schemas = [json.load(open(p)) for p in glob.glob(os.path.join(os.path.dirname(sys.argv[1]), '*.schema.json'))]\n\
+        registry = Registry().with_resources((s['$id'], Resource.from_contents(s)) for s in schemas)\n\
         schema = json.load(open(sys.argv[1]))\n\
         jsonschema.Draft202012Validator.check_schema(schema)\n\
-        validator = jsonschema.Draft202012Validator(schema)\n\
+        validator = jsonschema.Draft202012Validator(schema, registry=registry)\n\
         for doc in json.load(open(sys.argv[2])):\n    validator.validate(doc)\n\
         print('valid', len(json.load(open(sys.argv[2]))))\n";
     let python = ["python3", "/usr/bin/python3"]
         .into_iter()
         .find(|python| {
             Command::new(python)
-                .args(["-c", "import jsonschema"])
+                .args(["-c", "import jsonschema, referencing"])
                 .output()
                 .is_ok_and(|o| o.status.success())
         })

@@ -113,6 +113,43 @@ impl Served {
         }
     }
 
+    /// Reports made so far, as the exposition counts them.
+    pub fn reports(&self) -> u64 {
+        let body = self.scrape_until(|body| body.contains("nds_monitor_reports_total{"));
+        body.lines()
+            .find(|line| line.starts_with("nds_monitor_reports_total{"))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|value| value.parse().ok())
+            .unwrap()
+    }
+
+    /// Waits for two more reports (bounded): the second began after everything the caller
+    /// did before the call.
+    pub fn two_more_reports(&self) {
+        let wanted = self.reports() + 2;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.reports() < wanted {
+            assert!(Instant::now() < deadline, "no report for a minute");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The answer to `GET path` once `ready` accepts it (bounded wait).
+    pub fn get_until(&self, path: &str, ready: impl Fn(&Response) -> bool) -> Response {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let response = self.get(path);
+            if ready(&response) {
+                return response;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{path} never ready: {response:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn pid(&self) -> i32 {
         i32::try_from(self.child.as_ref().unwrap().id()).unwrap()
     }

@@ -72,10 +72,25 @@ The URL scheme of /metrics and /healthz: https with a TLS Secret.
 
 {{/*
 Whether the pod needs a host path: the device nodes (without CDI), the host's /sys, the
-kubelet's PodResources socket. "true" or empty.
+kubelet's PodResources socket, a state directory on the node. "true" or empty.
 */}}
 {{- define "nds-monitor.hostPaths" -}}
-{{- if or (not .Values.cdiDevice) .Values.hostSysfs .Values.podResources.enabled }}true{{ end }}
+{{- if or (not .Values.cdiDevice) .Values.hostSysfs .Values.podResources.enabled (eq .Values.stateDir.type "hostPath") }}true{{ end }}
+{{- end }}
+
+{{/*
+The URL a node's own pod answers at through the Service (internalTrafficPolicy Local): the
+node-problem-detector check's.
+*/}}
+{{- define "nds-monitor.localUrl" -}}
+{{- printf "%s://%s.%s.svc:%d" (include "nds-monitor.scheme" .) (include "nds-monitor.serviceName" .) .Release.Namespace (int .Values.port) }}
+{{- end }}
+
+{{/*
+The Service's name: the one Container Insights looks for, else the release's.
+*/}}
+{{- define "nds-monitor.serviceName" -}}
+{{- if .Values.containerInsights.enabled }}{{ .Values.containerInsights.serviceName }}{{ else }}{{ include "nds-monitor.fullname" . }}{{ end }}
 {{- end }}
 
 {{/*
