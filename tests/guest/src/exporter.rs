@@ -92,6 +92,29 @@ impl Exporter {
         }
     }
 
+    /// Waits (at most [`EVENTUALLY`]) until `GET path` answers `status` with a body `wanted`
+    /// accepts, and returns that body; panics naming `what` otherwise.
+    pub fn wait_until(
+        &self,
+        what: &str,
+        path: &str,
+        status: u16,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + EVENTUALLY;
+        loop {
+            let (answered, body) = self.get(path);
+            if answered == status && wanted(&body) {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never saw {what} ({path} answered {answered}):\n{body}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// The samples of the first exposition served for which `ready` holds (waiting at most
     /// `deadline` for it); panics naming `what` otherwise.
     pub fn samples_when(

@@ -177,31 +177,6 @@ fn a_serving_exporter_follows_a_module_reload() {
     exporter.wait_for("device 0 after the reload", 200, true, device_zero);
 }
 
-impl Exporter {
-    /// Waits (at most [`EVENTUALLY`]) until `GET path` answers `status` with a body `wanted`
-    /// accepts, and returns that body; panics naming `what` otherwise.
-    fn wait_until(
-        &self,
-        what: &str,
-        path: &str,
-        status: u16,
-        wanted: impl Fn(&str) -> bool,
-    ) -> String {
-        let deadline = Instant::now() + EVENTUALLY;
-        loop {
-            let (answered, body) = self.get(path);
-            if answered == status && wanted(&body) {
-                return body;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "never saw {what} ({path} answered {answered}):\n{body}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
 /// Whether the event stream in `body` (NDJSON) has a module event saying `loaded`.
 fn module_event(body: &str, loaded: bool) -> bool {
     body.lines()
@@ -216,7 +191,7 @@ fn module_event(body: &str, loaded: bool) -> bool {
 fn readyz_is_503_while_the_module_is_unloaded() {
     let params_text = fs::read_to_string("/module.params").unwrap_or_default();
     let params: Vec<&str> = params_text.split_whitespace().collect();
-    let exporter = Exporter::start();
+    let exporter = Exporter::start(Identity::Root, &["--period", "200ms"], Stdio::inherit());
     exporter.wait_until("ready with the module loaded", "/readyz", 200, |_| true);
     let deadline = Instant::now() + EVENTUALLY;
     while let Err(errno) = unload_module() {
