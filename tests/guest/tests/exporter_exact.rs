@@ -279,7 +279,7 @@ fn tag_process_and_pod_series_end_exact_under_a_30s_period() {
         assert_eq!(exported, *written, "{pod} {status_type}");
     }
     println!(
-        "{} producers ({} tags, 2 killed, 4 unseen by any tick): every per-tag, per-process \
+        "{} producers ({} tags, 2 killed, 4 of 3 executions each): every per-tag, per-process \
          and per-pod counter equals what they wrote",
         producers.len(),
         producers.len()
