@@ -420,7 +420,7 @@ notes_say_how_to_reach_the_metrics() {
         --set nodeProblemDetector.enabled=true >"$tmp/install.out" 2>&1 || return 1
     grep -q 'ConfigMap nds-monitor-node-problem-detector in neuron-monitor' "$tmp/install.out" &&
         grep -q 'NodeCondition NeuronDeviceProblem' "$tmp/install.out" &&
-        grep -q 'NPD sets NeuronDeviceProblem Unknown' "$tmp/install.out" ||
+        grep -q "(and NPD's NeuronDeviceProblem) are judged from those totals" "$tmp/install.out" ||
         { cat "$tmp/install.out"; fail "NOTES of nodeProblemDetector"; } || return 1
     "$HELM" install nds-monitor "$chart" --namespace neuron-monitor --dry-run=client \
         --set stateDir.type=hostPath >"$tmp/install.out" 2>&1 || return 1

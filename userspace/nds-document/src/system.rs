@@ -8,15 +8,6 @@ use nds_sysfs::{CoreTotals, SysfsRoot};
 use crate::document::{CoreCounters, CounterValue, DeviceCounters, SystemCounters};
 use crate::groups::CoreIndexing;
 
-/// Reads every core's totals; the error text is empty when everything was read.
-#[must_use]
-pub fn read_totals(root: &SysfsRoot) -> (Vec<CoreTotals>, String) {
-    match root.all_totals() {
-        Ok(totals) => (totals, String::new()),
-        Err(error) => (Vec::new(), error.to_string()),
-    }
-}
-
 /// `neuron_counters` from the totals now and at the start of the period, cores keyed by their
 /// instance-wide index with `per_device` cores per device.
 #[must_use]

@@ -20,7 +20,9 @@ pub const DEFAULT_CAPACITY: usize = 4096;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Event {
-    /// An error counter of a tenure rose.
+    /// An error counter of a tenure rose, or (without an owner) the kernel's total of a
+    /// counter rose by more than the tenures' events account for: it counted in a slab this
+    /// monitor could not read.
     Counter {
         /// The device.
         neuron_device_index: u32,
@@ -30,10 +32,13 @@ pub enum Event {
         counter: &'static str,
         /// By how much.
         delta: u64,
-        /// The owner (0: outside the monitor's pid namespace).
-        pid: i32,
-        /// The process tag.
-        runtime_tag: String,
+        /// The owner (0: outside the monitor's pid namespace); none when the rise is not
+        /// attributed to a tenure.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pid: Option<i32>,
+        /// The process tag; none when the rise is not attributed to a tenure.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        runtime_tag: Option<String>,
         /// The owner's pod, by the UID its cgroup path names.
         #[serde(skip_serializing_if = "Option::is_none")]
         pod_uid: Option<String>,

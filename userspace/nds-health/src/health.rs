@@ -1,14 +1,21 @@
 //! Health as a view of the sampler's stream ([`Health`], a `nds_sampler::Consumer`): each
 //! tenure's error counters are followed from its readings to its final values (its ledger
-//! record), every rise goes into the window of errors its device and core are judged by and,
-//! with an event log, into the event stream; at each report every device and NeuronCore is
-//! judged by the plan's rules, and verdict changes and the module's comings and goings are
-//! evented too.
+//! record), and every rise goes, with an event log, into the event stream; at each report
+//! every device and NeuronCore is judged by the plan's rules from the errors counted within
+//! the window, and verdict changes and the module's comings and goings are evented too.
+//!
+//! What the window counts: where the kernel's totals count every slab the stream reads (the
+//! kernel's slabs, [`Health::judging_from_totals`]), the rises of each device's per-core
+//! totals between reports, whatever slabs the monitor could read; the part of a rise no
+//! tenure's event accounts for is evented without an owner ([`crate::totals`]). Slab files,
+//! which no module counts, are judged from the tenures' rises, and a device with a slab the
+//! monitor cannot read is then unknown.
 //!
 //! A tenure's rises are evented at each report and at its end, so a tenure's events add up to
 //! its final values less what it had counted before the stream saw it: nothing for a tenure
 //! that began after the stream started, its first reading for one that ran before, and what
-//! was last evented for one the saved state of a resumed stream names.
+//! was last evented for one the saved state of a resumed stream names (judged from totals,
+//! less what its ledger record claims of the rises evented without an owner).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -29,6 +36,7 @@ use nds_sampler::stream::{
 use crate::errors::{error_nodes, ErrorValues};
 use crate::events::{Event, EventRing};
 use crate::state::TenureIdentity;
+use crate::totals::TotalsAccount;
 use crate::window::ErrorWindow;
 use crate::writer::EventLog;
 
@@ -98,6 +106,18 @@ fn values_of(reading: &Reading<'_>) -> Option<ErrorValues> {
     }
 }
 
+/// Where a tenure's rises were read, which says how the kernel's totals account for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadFrom {
+    /// A reading of its slab (or its last one, standing for its end).
+    Reading,
+    /// Its ledger record: what no reading of this monitor saw.
+    Record,
+    /// The ledger record of a resumed stream's history: mostly counted before this monitor's
+    /// first report, which its totals' rises do not hold.
+    History,
+}
+
 /// The end a record tells, as a tenure end event names it.
 fn end_of(record: &TenureRecord) -> EndReason {
     match record.ended_by() {
@@ -125,8 +145,10 @@ pub struct Health {
     known: BTreeSet<u32>,
     /// Devices listed at the last report (`Err`: why they could not be).
     listed: Result<Vec<u32>, String>,
-    /// Why the totals could not be read at their last reading.
-    totals_error: Option<String>,
+    /// Devices whose totals could not be read at their last reading, and why.
+    totals_errors: BTreeMap<u32, String>,
+    /// The kernel's totals, when the devices are judged from them.
+    totals: Option<TotalsAccount>,
     module_loaded: bool,
     verdicts: Verdicts,
     group: HealthGroup,
@@ -146,7 +168,8 @@ impl Health {
             ecc: BTreeMap::new(),
             known: BTreeSet::new(),
             listed: Ok(Vec::new()),
-            totals_error: None,
+            totals_errors: BTreeMap::new(),
+            totals: None,
             module_loaded: true,
             verdicts: Verdicts::default(),
             group: HealthGroup::default(),
@@ -159,6 +182,16 @@ impl Health {
     #[must_use]
     pub fn with_event_log(mut self, log: EventLog) -> Self {
         self.log = Some(log);
+        self
+    }
+
+    /// This view, judging each device and NeuronCore from the rises of the kernel's per-core
+    /// totals, which count every slab the stream reads (the kernel's slabs: not slab files,
+    /// which no module counts), and eventing without an owner the part of a rise no tenure's
+    /// event accounts for. A device whose slab the monitor cannot read is judged all the same.
+    #[must_use]
+    pub fn judging_from_totals(mut self) -> Self {
+        self.totals = Some(TotalsAccount::new());
         self
     }
 
@@ -192,13 +225,15 @@ impl Health {
         }
     }
 
-    /// Events and counts in the window each rise of `values` over what `followed` evented.
+    /// Events each rise of `values` over what `followed` evented, read from `from`: judged
+    /// from the totals, it goes into their account (a record's rise less what it claims of
+    /// the rises evented without an owner); otherwise into the window.
     fn event_rises(
         &mut self,
         followed: &Followed,
         values: &ErrorValues,
         now: Instant,
-        from_final_values: bool,
+        from: ReadFrom,
     ) {
         let device = followed.indexing.device;
         let per_device = followed.indexing.per_device;
@@ -207,32 +242,95 @@ impl Health {
             let Some((_, counter)) = error_nodes().find(|(index, _)| *index == node) else {
                 continue;
             };
-            self.window
-                .add(now, (device, Some(core)), counter.name, delta);
-            let index = usize::try_from(device).unwrap_or(usize::MAX);
+            let key = (device, core, node);
+            let delta = match (&mut self.totals, from) {
+                (None, _) => {
+                    self.window
+                        .add(now, (device, Some(core)), counter.name, delta);
+                    delta
+                }
+                (Some(totals), ReadFrom::Reading) => {
+                    totals.attribute(key, delta);
+                    delta
+                }
+                (Some(totals), ReadFrom::Record) => {
+                    let rest = totals.claim(key, delta);
+                    totals.attribute(key, rest);
+                    rest
+                }
+                (Some(totals), ReadFrom::History) => totals.claim(key, delta),
+            };
+            if delta == 0 {
+                continue;
+            }
             self.push(Event::Counter {
                 neuron_device_index: device,
-                neuroncore_index: index.saturating_mul(per_device).saturating_add(core),
+                neuroncore_index: core_index(device, per_device, core),
                 counter: counter.name,
                 delta,
-                pid: followed.pid,
-                runtime_tag: followed.tag.clone(),
+                pid: Some(followed.pid),
+                runtime_tag: Some(followed.tag.clone()),
                 pod_uid: followed.pod_uid.clone(),
-                from_final_values,
+                from_final_values: from != ReadFrom::Reading,
             });
         }
     }
 
-    /// Events the end of `followed` with its final `values` (`ledger_seq`: of the record
-    /// they came from).
+    /// Reads the kernel's totals of the report: which devices' could not be read and, judged
+    /// from them, each rise into the window and its unattributed part into the stream.
+    fn read_totals(&mut self, report: &Report<'_>) {
+        let Some(device_totals) = report.device_totals else {
+            return;
+        };
+        self.totals_errors = device_totals
+            .iter()
+            .filter_map(|(&device, read)| Some((device, read.as_ref().err()?.clone())))
+            .collect();
+        let Some(account) = &mut self.totals else {
+            return;
+        };
+        let mut rises = Vec::new();
+        for (&device, read) in device_totals {
+            if let Ok(cores) = read {
+                rises.extend(account.read(device, cores).into_iter().map(|r| (device, r)));
+            }
+        }
+        for (device, rise) in rises {
+            let Some((_, counter)) = error_nodes().find(|(index, _)| *index == rise.node) else {
+                continue;
+            };
+            self.window.add(
+                report.now,
+                (device, Some(rise.core)),
+                counter.name,
+                rise.rise,
+            );
+            if rise.unattributed > 0 {
+                self.push(Event::Counter {
+                    neuron_device_index: device,
+                    neuroncore_index: core_index(device, report.per_device, rise.core),
+                    counter: counter.name,
+                    delta: rise.unattributed,
+                    pid: None,
+                    runtime_tag: None,
+                    pod_uid: None,
+                    from_final_values: false,
+                });
+            }
+        }
+    }
+
+    /// Events the end of `followed` with its final `values`, read `from` a reading or a record
+    /// (`how`: why it ended, and the sequence number of the record).
     fn finish(
         &mut self,
         mut followed: Followed,
         values: ErrorValues,
         now: Instant,
         how: (EndReason, Option<u64>),
+        from: ReadFrom,
     ) {
-        self.event_rises(&followed, &values, now, how.1.is_some());
+        self.event_rises(&followed, &values, now, from);
         self.push(Event::TenureEnd {
             neuron_device_index: followed.indexing.device,
             slot: followed.identity.slot,
@@ -293,7 +391,8 @@ impl Health {
             latest: ErrorValues::default(),
         };
         let values = ErrorValues::of_record(record);
-        self.finish(followed, values, now, (end_of(record), Some(record.seq)));
+        let how = (end_of(record), Some(record.seq));
+        self.finish(followed, values, now, how, ReadFrom::History);
     }
 
     /// Why `device` cannot be judged from numbers now, if it cannot.
@@ -311,9 +410,11 @@ impl Health {
             Ok(listed) if !listed.contains(&device) => {
                 format!("neuron{device} is no longer listed in the module's sysfs tree")
             }
-            Ok(_) => match (&self.totals_error, slabs.get(&device)) {
-                (Some(why), _) | (None, Some(why)) => why.clone(),
-                (None, None) => return None,
+            Ok(_) => match (self.totals_errors.get(&device), slabs.get(&device)) {
+                (Some(why), _) => why.clone(),
+                // Judged from the totals, a slab the monitor cannot read leaves nothing out.
+                (None, Some(why)) if self.totals.is_none() => why.clone(),
+                (None, _) => return None,
             },
         };
         Some((Reason::Unreadable, why))
@@ -341,8 +442,7 @@ impl Health {
                     unreadable: unreadable.clone(),
                 };
                 let verdict = self.rules.judge(&evidence);
-                let index = usize::try_from(device).unwrap_or(usize::MAX);
-                let neuroncore_index = index.saturating_mul(report.per_device).saturating_add(core);
+                let neuroncore_index = core_index(device, report.per_device, core);
                 self.changed((device, Some((core, neuroncore_index))), &verdict);
                 cores.push(CoreHealth {
                     neuroncore_index,
@@ -421,7 +521,17 @@ impl Health {
     }
 }
 
+/// The instance-wide index of core `core` of `device`, with `per_device` cores per device.
+fn core_index(device: u32, per_device: usize, core: usize) -> usize {
+    let device = usize::try_from(device).unwrap_or(usize::MAX);
+    device.saturating_mul(per_device).saturating_add(core)
+}
+
 impl Consumer for Health {
+    fn reads_totals(&self) -> bool {
+        true
+    }
+
     fn began(&mut self, tenure: &Tenure, first: &Reading<'_>) {
         let identity = identity_of(tenure.device, tenure.slot, tenure.generation, tenure.pid);
         let latest = values_of(first).unwrap_or_default();
@@ -482,7 +592,11 @@ impl Consumer for Health {
             values.raise_to(&ErrorValues::of_record(record));
         }
         let seq = ending.record.map(|record| record.seq);
-        self.finish(followed, values, ending.now, (ending.reason, seq));
+        let from = match seq {
+            Some(_) => ReadFrom::Record,
+            None => ReadFrom::Reading,
+        };
+        self.finish(followed, values, ending.now, (ending.reason, seq), from);
     }
 
     fn reported(&mut self, report: &Report<'_>) {
@@ -510,7 +624,7 @@ impl Consumer for Health {
         for id in rises {
             if let Some(mut followed) = self.tenures.remove(&id) {
                 let latest = followed.latest.clone();
-                self.event_rises(&followed, &latest, now, false);
+                self.event_rises(&followed, &latest, now, ReadFrom::Reading);
                 followed.evented = latest;
                 self.tenures.insert(id, followed);
             }
@@ -521,9 +635,7 @@ impl Consumer for Health {
         if let Ok(listed) = &self.listed {
             self.known.extend(listed.iter().copied());
         }
-        if report.core_totals.is_some() || report.totals_error.is_some() {
-            self.totals_error = report.totals_error.map(str::to_owned);
-        }
+        self.read_totals(report);
         self.judge(report);
         if now.saturating_duration_since(self.started) > 2 * LEDGER_WAIT {
             if let Some(log) = &mut self.log {
@@ -564,7 +676,7 @@ impl Consumer for Health {
                 if let Some(index) = closed.position(|f| identities.contains(&f.identity)) {
                     if let Some(followed) = self.closed.remove(index) {
                         let values = ErrorValues::of_record(record);
-                        self.event_rises(&followed, &values, now, true);
+                        self.event_rises(&followed, &values, now, ReadFrom::Record);
                     }
                 }
             }

@@ -1,6 +1,7 @@
 //! Health a node can act on, as another view of the sampler's stream: a verdict per device and
 //! per NeuronCore in Neuron Observer's words, judged by the plan's rules from the hardware
-//! errors counted within a window ([`health::Health`]); the verdicts' Prometheus families
+//! errors counted within a window ([`health::Health`]), where the kernel's per-core totals
+//! count them whatever slabs the monitor can read ([`totals`]); the verdicts' Prometheus families
 //! ([`exposition`]); and an event stream of every error counter's rise, every tenure's end,
 //! every verdict change and the module's comings and goings, numbered without a hole and kept
 //! across the exporter's restarts in a state directory ([`events`], [`writer`], [`state`]). It
@@ -9,10 +10,11 @@
 
 #![warn(missing_docs)]
 
-// Floor 0: errors, the error counters, the window, the events and their ring.
+// Floor 0: errors, the error counters, the window, the events and their ring, the totals.
 pub mod error;
 pub mod errors;
 pub mod events;
+pub mod totals;
 pub mod window;
 // Floor 1: the state directory.
 pub mod state;

@@ -93,6 +93,12 @@ fn run(cli: Cli) -> Result<()> {
     );
     let now = Instant::now();
     let health = Health::new(plan.health.clone(), now);
+    // The module's totals count every slab of its own, and none of a slab file.
+    let health = if source.slabs.is_kernel() {
+        health.judging_from_totals()
+    } else {
+        health
+    };
     let monitor = Monitor::new(source, plan, now);
     let mut exporter = Exporter::new();
     if let Some(socket) = &cli.pod_resources_socket {

@@ -898,6 +898,7 @@ impl Sampler {
                 .chain(failures)
                 .filter(|entry| self.plan.rule_for(&entry.neuron_runtime_tag).is_some()),
         );
+        let devices = self.source.sysfs.devices().map_err(|e| e.to_string());
         let system_context = SystemContext {
             now,
             due,
@@ -907,13 +908,14 @@ impl Sampler {
             per_device: self.per_device,
             no_device: &no_device,
             started: self.started,
+            devices: devices.as_deref().map_err(String::as_str),
+            totals_wanted: consumer.reads_totals(),
         };
         let system = self.system.report(&system_context);
         document.system_data = system.data;
         document.neuron_hardware_info = hardware;
         document.instance_info = self.instance.current();
         self.schedule.mark(due, now);
-        let devices = self.source.sysfs.devices().map_err(|e| e.to_string());
         let module_missing = self.source.module_missing();
         let report = Report {
             now,
@@ -923,7 +925,7 @@ impl Sampler {
             per_device: self.per_device,
             time_unit: self.time_unit,
             devices: devices.as_deref().map_err(String::as_str),
-            totals_error: system.totals_error.as_deref(),
+            device_totals: system.device_totals.as_ref(),
             unreadable_slabs: &self.unreadable_slabs,
             module_missing: module_missing.as_deref(),
         };

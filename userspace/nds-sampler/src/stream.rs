@@ -232,6 +232,10 @@ pub enum Notice {
     },
 }
 
+/// The kernel's totals of each device listed at a report: its cores' totals, or why they could
+/// not be read.
+pub type DeviceTotals = BTreeMap<u32, Result<Vec<CoreTotals>, String>>;
+
 /// A report, with what was read from the system for it.
 #[derive(Clone, Copy, Debug)]
 pub struct Report<'a> {
@@ -249,9 +253,9 @@ pub struct Report<'a> {
     pub time_unit: TimeInUseUnit,
     /// The devices the module's sysfs tree lists now (`Err`: why it cannot be listed).
     pub devices: Result<&'a [u32], &'a str>,
-    /// Why the kernel's totals could not be read, when `neuron_counters` was due and they
-    /// could not.
-    pub totals_error: Option<&'a str>,
+    /// The kernel's totals of each of those devices, when `neuron_counters` was due or a
+    /// consumer reads them at every report ([`Consumer::reads_totals`]).
+    pub device_totals: Option<&'a DeviceTotals>,
     /// Devices with a slab the monitor found and cannot read, and why (the last refresh).
     pub unreadable_slabs: &'a BTreeMap<u32, String>,
     /// Why the module is not loaded, when the monitor reads the kernel's slabs and it is not.
@@ -265,6 +269,12 @@ pub trait Consumer {
     /// then copies each slab's counters at every tick) and each tenure's final values (the
     /// monitor then follows the devices' tenure ledgers).
     fn follows_counters(&self) -> bool {
+        false
+    }
+
+    /// Whether it reads the kernel's totals at every report ([`Report::device_totals`]), not
+    /// only when `neuron_counters` is due.
+    fn reads_totals(&self) -> bool {
         false
     }
 
@@ -295,6 +305,10 @@ impl Consumer for () {}
 impl<A: Consumer, B: Consumer> Consumer for (A, B) {
     fn follows_counters(&self) -> bool {
         self.0.follows_counters() || self.1.follows_counters()
+    }
+
+    fn reads_totals(&self) -> bool {
+        self.0.reads_totals() || self.1.reads_totals()
     }
 
     fn began(&mut self, tenure: &Tenure, first: &Reading<'_>) {

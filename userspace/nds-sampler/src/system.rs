@@ -1,5 +1,7 @@
 //! The system groups of a report, with the baselines they are measured from, and the totals
-//! read for them (the exporter's device series follow those).
+//! read for them (the exporter's device series follow those). The kernel's totals are read
+//! device by device, once per report, for `neuron_counters` and for the consumers that read
+//! them at every report.
 
 use std::time::Instant;
 
@@ -9,9 +11,10 @@ use nds_document::schedule::{GroupId, Schedule};
 use nds_document::system;
 use nds_host::hardware::{self, EccTotals};
 use nds_host::host::{self, ProcStat};
-use nds_sysfs::CoreTotals;
+use nds_sysfs::{CoreTotals, SysfsRoot};
 
 use crate::source::Source;
+use crate::stream::DeviceTotals;
 
 /// What the system groups are measured from.
 #[derive(Debug)]
@@ -33,8 +36,9 @@ pub struct SystemReport {
     pub core_totals: Option<Vec<CoreTotals>>,
     /// The driver's ECC totals per device, when `neuron_hw_counters` was due.
     pub ecc_totals: Option<Vec<EccTotals>>,
-    /// Why the kernel's totals could not be read, when `neuron_counters` was due.
-    pub totals_error: Option<String>,
+    /// The kernel's totals of each device listed, when `neuron_counters` was due or they were
+    /// wanted at every report.
+    pub device_totals: Option<DeviceTotals>,
 }
 
 /// What the system groups of one report share.
@@ -55,6 +59,41 @@ pub struct SystemContext<'a> {
     pub no_device: &'a str,
     /// When the monitor started.
     pub started: Instant,
+    /// The devices sysfs lists (`Err`: why it cannot be listed).
+    pub devices: Result<&'a [u32], &'a str>,
+    /// Whether the kernel's totals are wanted whether or not `neuron_counters` is due.
+    pub totals_wanted: bool,
+}
+
+/// The totals of each of `devices`.
+fn read_device_totals(sysfs: &SysfsRoot, devices: &[u32]) -> DeviceTotals {
+    devices
+        .iter()
+        .map(|&device| {
+            let totals = sysfs
+                .device_totals(device)
+                .map_err(|error| error.to_string());
+            (device, totals)
+        })
+        .collect()
+}
+
+/// What `neuron_counters` is made from: the totals of every device listed, or none and why
+/// (the listing's error, or the first device's whose totals could not be read).
+fn group_totals(devices: Result<&[u32], &str>, read: &DeviceTotals) -> (Vec<CoreTotals>, String) {
+    let devices = match devices {
+        Ok(devices) => devices,
+        Err(why) => return (Vec::new(), why.to_owned()),
+    };
+    let mut totals = Vec::new();
+    for device in devices {
+        match read.get(device) {
+            Some(Ok(cores)) => totals.extend(cores.iter().cloned()),
+            Some(Err(why)) => return (Vec::new(), why.clone()),
+            None => {}
+        }
+    }
+    (totals, String::new())
 }
 
 impl SystemBaselines {
@@ -77,8 +116,11 @@ impl SystemBaselines {
         let now = context.now;
         let source = context.source;
         let mut report = SystemReport::default();
+        let due = |group| context.due.contains(&GroupId::System(group));
+        let device_totals = (context.totals_wanted || due(SystemGroup::NeuronCounters))
+            .then(|| read_device_totals(&source.sysfs, context.devices.unwrap_or_default()));
         for group in SystemGroup::ALL {
-            if !context.due.contains(&GroupId::System(group)) {
+            if !due(group) {
                 continue;
             }
             match group {
@@ -107,8 +149,9 @@ impl SystemBaselines {
                     }));
                 }
                 SystemGroup::NeuronCounters => {
-                    let (totals, error) = system::read_totals(&source.sysfs);
-                    report.totals_error = (!error.is_empty()).then(|| error.clone());
+                    let read = device_totals.as_ref();
+                    let (totals, error) =
+                        group_totals(context.devices, read.unwrap_or(&DeviceTotals::new()));
                     let (since, before) = self
                         .totals
                         .take()
@@ -133,6 +176,7 @@ impl SystemBaselines {
                 }
             }
         }
+        report.device_totals = device_totals;
         report
     }
 

@@ -234,11 +234,21 @@ impl SysfsRoot {
     pub fn all_totals(&self) -> Result<Vec<CoreTotals>> {
         let mut totals = Vec::new();
         for device in self.devices()? {
-            for core in self.cores(device)? {
-                totals.push(self.core_totals(device, core, SysfsFile::Total)?);
-            }
+            totals.extend(self.device_totals(device)?);
         }
         Ok(totals)
+    }
+
+    /// The `total` of every node of every core of `device`.
+    ///
+    /// # Errors
+    ///
+    /// As [`SysfsRoot::counter`], or [`Error::Io`] if its cores cannot be listed.
+    pub fn device_totals(&self, device: u32) -> Result<Vec<CoreTotals>> {
+        self.cores(device)?
+            .into_iter()
+            .map(|core| self.core_totals(device, core, SysfsFile::Total))
+            .collect()
     }
 }
 

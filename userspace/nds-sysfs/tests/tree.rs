@@ -88,6 +88,11 @@ fn a_missing_root_has_no_devices_and_bad_files_are_errors() {
     tree.write("neuron0/neuron_core0/stats/status/success/total", "lots\n");
     let error = SysfsRoot::new(&tree.0).all_totals().unwrap_err();
     assert!(error.to_string().contains("success/total"), "{error}");
+    // Each device's totals are read on their own: a bad file spoils only its device's.
+    tree.device(1, 1, 9);
+    let root = SysfsRoot::new(&tree.0);
+    assert!(root.device_totals(0).is_err());
+    assert_eq!(root.device_totals(1).unwrap()[0].get("success"), Some(9));
 }
 
 #[test]
