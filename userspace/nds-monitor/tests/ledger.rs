@@ -406,53 +406,23 @@ fn a_tenure_never_read_counts_whole_and_its_pod_is_named_by_its_cgroup() {
     );
 }
 
-/// A tenure that began and ended between two readings, on a device a listed pod holds, and
-/// in no cgroup the exporter knows: its record counts for that pod, as its readings would have.
-#[test]
-fn a_tenure_never_read_counts_for_the_pod_holding_its_device() {
-    let scratch = Scratch::new("ledger-unseen-held");
+/// A short tenure of `pid` (tag `blink`, `count` executions) on device 0, which a listed pod
+/// holds, in no cgroup the exporter knows, begun after the monitor's first reading; its record
+/// is in the ledger at the next reading, and its slab is gone by then unless `slab_stays`.
+/// Returns the scratch directory, the monitor after that reading and the successes written.
+fn short_tenure_on_a_held_device(
+    name: &str,
+    pid: i32,
+    count: u64,
+    slab_stays: bool,
+) -> (Scratch, Monitor<Exporter>, f64) {
+    let scratch = Scratch::new(name);
     let ledger = TestLedger::following(&[DEVICE]);
     let t0 = Instant::now();
     let exporter = Exporter::new().with_pod_attribution(trainer_holds_device_0());
     let mut monitor = monitor(&scratch, &ledger, exporter, t0);
     monitor.tick(t0 + TICK);
-    let unseen = 7301;
-    let short = produce(&scratch.slabs(), DEVICE, unseen, "blink", 30);
-    let record = record_of_slab(
-        &scratch.slabs(),
-        DEVICE,
-        unseen,
-        1,
-        monitor.started_ns() + 1,
-        "blink",
-        "/system.slice/blink.service",
-    );
-    std::fs::remove_file(slab_path(&scratch.slabs(), DEVICE, unseen)).unwrap();
-    ledger.push(record);
-    monitor.tick(t0 + 2 * TICK);
-    assert_eq!(outcome(&monitor, "unseen"), Some(1.0));
-    let successes = short.statuses["NRT_SUCCESS"] as f64;
-    assert_eq!(tag_completed(&monitor, "blink"), Some(successes));
-    assert_eq!(
-        pod_completed(&monitor, "trainer-0"),
-        Some(successes),
-        "the pod holding device {DEVICE} ran it"
-    );
-}
-
-/// A tenure whose record is there when the monitor finds it: it begins and ends in one pass,
-/// before any reading of its counters. The record's cores name the pod, as a reading's would
-/// have (the guest's 30 s test lost a 3-count producer's counts for its pod this way).
-#[test]
-fn a_tenure_found_with_its_record_already_written_counts_for_its_pod() {
-    let scratch = Scratch::new("ledger-found-ended");
-    let ledger = TestLedger::following(&[DEVICE]);
-    let t0 = Instant::now();
-    let exporter = Exporter::new().with_pod_attribution(trainer_holds_device_0());
-    let mut monitor = monitor(&scratch, &ledger, exporter, t0);
-    monitor.tick(t0 + TICK);
-    let pid = 7302;
-    let written = produce(&scratch.slabs(), DEVICE, pid, "blink", 3);
+    let written = produce(&scratch.slabs(), DEVICE, pid, "blink", count);
     let record = record_of_slab(
         &scratch.slabs(),
         DEVICE,
@@ -462,20 +432,48 @@ fn a_tenure_found_with_its_record_already_written_counts_for_its_pod() {
         "blink",
         "/system.slice/blink.service",
     );
+    if !slab_stays {
+        std::fs::remove_file(slab_path(&scratch.slabs(), DEVICE, pid)).unwrap();
+    }
     ledger.push(record);
     monitor.tick(t0 + 2 * TICK);
+    let successes = written.statuses["NRT_SUCCESS"] as f64;
+    (scratch, monitor, successes)
+}
+
+/// Whether the tag's and the pod's completions are `successes`, all of the short tenure's.
+fn assert_counted_for_tag_and_pod(monitor: &Monitor<Exporter>, successes: f64) {
+    assert_eq!(tag_completed(monitor, "blink"), Some(successes));
+    assert_eq!(
+        pod_completed(monitor, "trainer-0"),
+        Some(successes),
+        "the pod holding device {DEVICE} ran it"
+    );
+}
+
+/// A tenure that began and ended between two readings, on a device a listed pod holds, and
+/// in no cgroup the exporter knows: its record counts for that pod, as its readings would have.
+#[test]
+fn a_tenure_never_read_counts_for_the_pod_holding_its_device() {
+    let (_scratch, monitor, successes) =
+        short_tenure_on_a_held_device("ledger-unseen-held", 7301, 30, false);
+    assert_eq!(outcome(&monitor, "unseen"), Some(1.0));
+    assert_counted_for_tag_and_pod(&monitor, successes);
+}
+
+/// A tenure whose record is there when the monitor finds it: it begins and ends in one pass,
+/// before any reading of its counters. The record's cores name the pod, as a reading's would
+/// have (the guest's 30 s test lost a 3-count producer's counts for its pod this way).
+#[test]
+fn a_tenure_found_with_its_record_already_written_counts_for_its_pod() {
+    let (_scratch, monitor, successes) =
+        short_tenure_on_a_held_device("ledger-found-ended", 7302, 3, true);
     assert_eq!(
         outcome(&monitor, "final"),
         Some(1.0),
         "the monitor found it"
     );
-    let successes = written.statuses["NRT_SUCCESS"] as f64;
-    assert_eq!(tag_completed(&monitor, "blink"), Some(successes));
-    assert_eq!(
-        pod_completed(&monitor, "trainer-0"),
-        Some(successes),
-        "the pod holding device {DEVICE} ran it"
-    );
+    assert_counted_for_tag_and_pod(&monitor, successes);
 }
 
 /// An exporter restart while a tenure runs and others end: the new monitor counts the
