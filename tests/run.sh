@@ -115,7 +115,7 @@ fi
 # A guest's time limit only catches a hang: a pass takes about 4 min on two idle cores, and
 # several times that on a new machine still building beside it. The debug kernel (KASAN,
 # lockdep, delayed kobject release) runs the same tests several times slower again: 600 s ran
-# out in the unload tests, after 49 tests had passed in about 11 min; at e681162, 2400 s ran
+# out in the unload tests, after 49 tests had passed in about 11 min; at c73d993, 2400 s ran
 # out in the short fault campaign (every insmod runs the 60 KUnit tests), after KUnit and all
 # 115 guest tests had passed, with the cores shared with a soak.
 if [ "$variant" = debug ]; then
