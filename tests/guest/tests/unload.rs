@@ -140,6 +140,20 @@ fn device_zero(line: &str) -> bool {
     line.starts_with("nds_device_slots_owned{") && line.contains("neuron_device_index=\"0\"")
 }
 
+/// Unloads the module while an exporter runs: it lets go of what it holds within a sampling
+/// step or two, so `delete_module` is retried (EAGAIN meanwhile) until [`EVENTUALLY`].
+fn unload_beside_a_running_exporter() {
+    let deadline = Instant::now() + EVENTUALLY;
+    while let Err(errno) = unload_module() {
+        assert_eq!(errno, libc::EAGAIN, "delete_module");
+        assert!(
+            Instant::now() < deadline,
+            "the running exporter keeps the module loaded"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A module reload (as a KMM or DKMS upgrade does) while the exporter runs: it holds nothing
 /// that keeps the module loaded; while the module is gone `/healthz` says so (503) and no
 /// device is served; once the module is back both return, without a restart.
@@ -155,16 +169,7 @@ fn a_serving_exporter_follows_a_module_reload() {
             && line.ends_with("} 1")
     });
     producer.exit();
-    // The exporter lets go of the slab within a sampling step or two.
-    let deadline = Instant::now() + EVENTUALLY;
-    while let Err(errno) = unload_module() {
-        assert_eq!(errno, libc::EAGAIN, "delete_module");
-        assert!(
-            Instant::now() < deadline,
-            "the running exporter keeps the module loaded"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    unload_beside_a_running_exporter();
     exporter.wait_for(
         "503 and no device without the module",
         503,
@@ -193,15 +198,7 @@ fn readyz_is_503_while_the_module_is_unloaded() {
     let params: Vec<&str> = params_text.split_whitespace().collect();
     let exporter = Exporter::start(Identity::Root, &["--period", "200ms"], Stdio::inherit());
     exporter.wait_until("ready with the module loaded", "/readyz", 200, |_| true);
-    let deadline = Instant::now() + EVENTUALLY;
-    while let Err(errno) = unload_module() {
-        assert_eq!(errno, libc::EAGAIN, "delete_module");
-        assert!(
-            Instant::now() < deadline,
-            "the running exporter keeps the module loaded"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    unload_beside_a_running_exporter();
     let why = exporter.wait_until("not ready without the module", "/readyz", 503, |_| true);
     assert!(!why.trim().is_empty(), "/readyz says why");
     exporter.wait_until("device 0 unknown", "/api/v1/devices", 200, |body| {
